@@ -1,0 +1,80 @@
+// swift-tools-version: 6.0
+import CompilerPluginSupport
+import Foundation
+import PackageDescription
+
+/// The macro plug-in links the swift-syntax that ships inside the toolchain
+/// (`<toolchain>/usr/lib/swift/host`), because no package can be fetched here.
+/// `STOWAGE_SWIFT_SYNTAX` overrides the directory; otherwise it is found from the
+/// `swift` on `PATH`.
+func toolchainSwiftSyntaxDirectory() -> String {
+    let environment = ProcessInfo.processInfo.environment
+    if let override = environment["STOWAGE_SWIFT_SYNTAX"], !override.isEmpty {
+        return override
+    }
+    let searchPath = (environment["PATH"] ?? "").split(separator: ":").map(String.init)
+    for directory in searchPath {
+        let candidate = URL(fileURLWithPath: directory).appendingPathComponent("swift").path
+        guard FileManager.default.isExecutableFile(atPath: candidate) else { continue }
+        let resolved = URL(fileURLWithPath: candidate).resolvingSymlinksInPath()
+        // <toolchain>/usr/bin/swift -> <toolchain>/usr/lib/swift/host
+        let usr = resolved.deletingLastPathComponent().deletingLastPathComponent()
+        let host = usr.appendingPathComponent("lib/swift/host").path
+        if FileManager.default.fileExists(atPath: host) {
+            return host
+        }
+    }
+    return "/opt/swift/usr/lib/swift/host"
+}
+
+let swiftSyntax = toolchainSwiftSyntaxDirectory()
+let swiftSyntaxLibraries = [
+    "SwiftSyntax", "SwiftSyntaxMacros", "SwiftSyntaxBuilder", "SwiftDiagnostics",
+    "SwiftParser", "SwiftBasicFormat", "SwiftOperators", "SwiftParserDiagnostics",
+    "SwiftCompilerPluginMessageHandling", "SwiftSyntaxMacroExpansion", "SwiftIfConfig",
+]
+let swiftSyntaxSwiftSettings: [SwiftSetting] = [.unsafeFlags(["-I", swiftSyntax])]
+let swiftSyntaxLinkerSettings: [LinkerSetting] =
+    [.unsafeFlags(["-L", swiftSyntax, "-Xlinker", "-rpath", "-Xlinker", swiftSyntax])]
+    + swiftSyntaxLibraries.map { .linkedLibrary($0) }
+
+let package = Package(
+    name: "Stowage",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "Stowage", targets: ["Stowage"]),
+        .executable(name: "packing-list", targets: ["PackingList"]),
+    ],
+    targets: [
+        .macro(
+            name: "StowageMacros",
+            swiftSettings: swiftSyntaxSwiftSettings,
+            linkerSettings: swiftSyntaxLinkerSettings
+        ),
+        .target(
+            name: "Stowage",
+            dependencies: ["StowageMacros"]
+        ),
+        .target(
+            name: "StowageTestSupport",
+            dependencies: ["Stowage"],
+            path: "Tests/StowageTestSupport"
+        ),
+        .executableTarget(
+            name: "PackingList",
+            dependencies: ["Stowage"],
+            path: "Examples/PackingList"
+        ),
+        .testTarget(
+            name: "StowageTests",
+            dependencies: ["Stowage", "StowageTestSupport"]
+        ),
+        .testTarget(
+            name: "StowageMacrosTests",
+            dependencies: ["StowageMacros"],
+            swiftSettings: swiftSyntaxSwiftSettings,
+            linkerSettings: swiftSyntaxLinkerSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,108 @@
+import Foundation
+
+/// The schema and the stores behind an app's models.
+///
+/// A container opens one store per configuration and routes each entity to the store
+/// whose configuration lists it (the first store when none does). It is `Sendable`:
+/// share one container, and give each actor its own ``ModelContext``.
+public final class ModelContainer: Sendable {
+    /// The schema of every store.
+    public let schema: Schema
+    /// The configurations, in the order given.
+    public let configurations: [any DataStoreConfiguration]
+    /// The migration plan, if any.
+    public let migrationPlan: (any SchemaMigrationPlan.Type)?
+    let stores: [any DataStore]
+    let storeForEntity: [String: Int]
+    @MainActor private var _mainContext: ModelContext?
+
+    /// Opens a container for `schema`.
+    /// - Throws: ``SwiftDataError`` `.configurationSchemaMismatch` when a configuration's
+    ///   schema has models the container's lacks; ``DataStoreError`` when a store fails to open.
+    public init(
+        for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+        configurations: [any DataStoreConfiguration]
+    ) throws {
+        let configurations: [any DataStoreConfiguration] =
+            configurations.isEmpty ? [ModelConfiguration(schema: schema)] : configurations
+        var stores: [any DataStore] = []
+        var routes: [String: Int] = [:]
+        for (index, configuration) in configurations.enumerated() {
+            if let own = configuration.schema {
+                for entity in own.entities where schema.entitiesByName[entity.name] == nil {
+                    throw SwiftDataError(
+                        .configurationSchemaMismatch,
+                        "configuration \"\(configuration.name)\" lists \(entity.name), which the container's schema lacks")
+                }
+                for entity in own.entities where routes[entity.name] == nil { routes[entity.name] = index }
+            }
+            stores.append(try configuration.makeStore(schema: configuration.schema ?? schema, migrationPlan: migrationPlan))
+        }
+        for entity in schema.entities where routes[entity.name] == nil {
+            routes[entity.name] = 0
+        }
+        self.schema = schema
+        self.configurations = configurations
+        self.migrationPlan = migrationPlan
+        self.stores = stores
+        self.storeForEntity = routes
+    }
+
+    /// Opens a container for `schema`.
+    public convenience init(
+        for schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)? = nil, configurations: ModelConfiguration...
+    ) throws {
+        try self.init(for: schema, migrationPlan: migrationPlan, configurations: configurations)
+    }
+
+    /// Opens a container for model types and every type reachable from them.
+    public convenience init(
+        for forTypes: any PersistentModel.Type..., migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+        configurations: ModelConfiguration...
+    ) throws {
+        let schema = Self.schema(forTypes, migrationPlan)
+        try self.init(for: schema, migrationPlan: migrationPlan, configurations: configurations)
+    }
+
+    /// Opens a container for model types with any store configurations.
+    public convenience init(
+        for forTypes: [any PersistentModel.Type], migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
+        configurations: [any DataStoreConfiguration]
+    ) throws {
+        try self.init(for: Self.schema(forTypes, migrationPlan), migrationPlan: migrationPlan, configurations: configurations)
+    }
+
+    private static func schema(_ types: [any PersistentModel.Type], _ plan: (any SchemaMigrationPlan.Type)?) -> Schema {
+        if let latest = plan?.schemas.last {
+            let version = latest.versionIdentifier
+            return Schema(types, version: version)
+        }
+        return Schema(types)
+    }
+
+    /// The context bound to the main actor. Its ``ModelContext/autosaveEnabled`` is `true`.
+    @MainActor public var mainContext: ModelContext {
+        if let existing = _mainContext { return existing }
+        let context = ModelContext(self)
+        context.autosaveEnabled = true
+        _mainContext = context
+        return context
+    }
+
+    /// Deletes every record in every store.
+    public func erase() throws {
+        for store in stores { try store.erase() }
+    }
+
+    /// Deletes every record in every store. SwiftData's older name.
+    public func deleteAllData() {
+        try? erase()
+    }
+
+    func store(for entityName: String) throws -> any DataStore {
+        guard let index = storeForEntity[entityName], index < stores.count else {
+            throw SwiftDataError(.unknownModelType, "\(entityName) is not in the container's schema")
+        }
+        return stores[index]
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+extension ModelContext {
+    /// The models that match a descriptor as a lazy collection that loads them a batch at
+    /// a time. Only the identifiers are fetched up front.
+    /// - Throws: ``SwiftDataError/includePendingChangesWithBatchSize`` when the descriptor
+    ///   includes pending changes and the context has some, as SwiftData does; and the
+    ///   errors of ``fetch(_:)``.
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, batchSize: Int) throws
+        -> FetchResultsCollection<T>
+    {
+        if descriptor.includePendingChanges && hasChanges {
+            throw SwiftDataError(
+                .includePendingChangesWithBatchSize,
+                "fetch(_:batchSize:) cannot include pending changes; save first or set includePendingChanges = false")
+        }
+        var plain = descriptor
+        plain.includePendingChanges = false
+        let ids = try fetchIdentifiers(plain)
+        return FetchResultsCollection(context: self, identifiers: ids, batchSize: max(1, batchSize))
+    }
+
+    /// Calls `block` for every model that matches the descriptor, loading `batchSize`
+    /// models at a time and releasing each batch before the next, so memory stays flat
+    /// however many models match.
+    ///
+    /// Models the context already had stay registered. With `allowEscapingMutations`
+    /// `false`, a block that leaves unsaved changes on a model it was handed makes the
+    /// enumeration throw ``SwiftDataError/escapingMutationsInEnumeration``; with `true`,
+    /// changed models stay registered until saved.
+    /// - Throws: the errors of ``fetch(_:)``, and whatever `block` throws.
+    public func enumerate<T: PersistentModel>(
+        _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false,
+        block: (T) throws -> Void
+    ) throws {
+        var plain = descriptor
+        plain.includePendingChanges = false
+        let ids = try fetchIdentifiers(plain)
+        let size = max(1, batchSize)
+        var start = 0
+        while start < ids.count {
+            let batch = Array(ids[start..<min(ids.count, start + size)])
+            start += size
+            let snapshots = loadSnapshots(batch.filter { registered[$0] == nil })
+            var loaded: [PersistentIdentifier] = []
+            for id in batch {
+                let model: any PersistentModel
+                if let existing = registered[id] {
+                    model = existing
+                } else if let snapshot = snapshots[id] {
+                    model = try materialize(snapshot)
+                    loaded.append(id)
+                } else {
+                    continue
+                }
+                if let typed = model as? T { try block(typed) }
+            }
+            for id in loaded {
+                if hasPendingChanges(id) {
+                    if !allowEscapingMutations {
+                        throw SwiftDataError(
+                            .escapingMutationsInEnumeration,
+                            "the enumeration block changed \(id); save inside the block, or pass allowEscapingMutations: true")
+                    }
+                    continue
+                }
+                if let model = registered.removeValue(forKey: id) { model.persistentBackingData.context = nil }
+            }
+        }
+    }
+}
+
+/// The lazy result of ``ModelContext/fetch(_:batchSize:)``: identifiers up front, models
+/// loaded a batch at a time as they are read.
+public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
+    let context: ModelContext
+    let identifiers: [PersistentIdentifier]
+    let batchSize: Int
+    private let cache = BatchCache()
+
+    init(context: ModelContext, identifiers: [PersistentIdentifier], batchSize: Int) {
+        self.context = context
+        self.identifiers = identifiers
+        self.batchSize = batchSize
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { identifiers.count }
+
+    /// The model at `position`, loading its batch if needed.
+    /// - Complexity: O(1) within a loaded batch; O(*batchSize*) to load one.
+    public subscript(position: Int) -> Element {
+        let batch = position / batchSize
+        if cache.batch != batch {
+            let lower = batch * batchSize
+            let ids = Array(identifiers[lower..<Swift.min(identifiers.count, lower + batchSize)])
+            let snapshots = context.loadSnapshots(ids.filter { context.registered[$0] == nil })
+            cache.models = ids.map { id in
+                context.registered[id] ?? snapshots[id].flatMap { try? context.materialize($0) }
+            }
+            cache.batch = batch
+        }
+        let offset = position - batch * batchSize
+        if let model = cache.models[offset] as? Element { return model }
+        // The record was deleted after the identifiers were fetched.
+        return context.model(for: identifiers[position]) as? Element
+            ?? Element(backingData: ModelBackingData(for: Element.self))
+    }
+
+    final class BatchCache {
+        var batch = -1
+        var models: [(any PersistentModel)?] = []
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+
+extension ModelContext {
+    /// The models that match a descriptor.
+    ///
+    /// With `includePendingChanges` (the default), unsaved inserts and changes are
+    /// matched against the predicate too, and unsaved deletes are left out.
+    /// - Throws: ``SwiftDataError`` `.unsupportedPredicate` naming the expression the
+    ///   store cannot evaluate, `.unsupportedSortDescriptor`, or `.unknownModelType`.
+    /// - Complexity: O(*n*) in the records the store scans, plus sorting.
+    public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
+        let snapshots = try fetchSnapshots(descriptor)
+        var models: [T] = []
+        models.reserveCapacity(snapshots.count)
+        for snapshot in snapshots {
+            if let model = registered[snapshot.persistentIdentifier], hasPendingChanges(snapshot.persistentIdentifier) {
+                if let typed = model as? T { models.append(typed) }
+                continue
+            }
+            if let typed = try materialize(snapshot) as? T { models.append(typed) }
+        }
+        try prefetch(descriptor.relationshipKeyPathsForPrefetching.map { $0 as AnyKeyPath }, of: models)
+        return models
+    }
+
+    /// How many models match a descriptor, without loading them.
+    public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        let (store, request) = try makeRequest(descriptor)
+        if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
+            return try fetchSnapshots(descriptor).count
+        }
+        return try store.fetchCount(request)
+    }
+
+    /// The identifiers of the models that match a descriptor, in its order.
+    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+        let (store, request) = try makeRequest(descriptor)
+        if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
+            return try fetchSnapshots(descriptor).map(\.persistentIdentifier)
+        }
+        return try store.fetchIdentifiers(request)
+    }
+
+    /// Deletes every model of `model` that matches `predicate` (all of them when `nil`),
+    /// at the next save. Delete rules apply as for ``delete(_:)``.
+    /// - Throws: as ``fetch(_:)``.
+    public func delete<T: PersistentModel>(
+        model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true
+    ) throws {
+        var descriptor = FetchDescriptor<T>(predicate: predicate)
+        descriptor.includePendingChanges = true
+        for found in try fetch(descriptor) {
+            delete(found)
+        }
+    }
+
+    func makeRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws
+        -> (any DataStore, DataStoreFetchRequest<T>)
+    {
+        let entityName = T._stowageEntityName
+        guard container.schema.entity(for: T.self) != nil else {
+            throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema")
+        }
+        let store = try container.store(for: entityName)
+        let request = try DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, schema: container.schema)
+        return (store, request)
+    }
+
+    func hasPendingChanges(forEntity name: String) -> Bool {
+        insertedOrder.contains { $0.entityName == name } || changedOrder.contains { $0.entityName == name }
+            || deletedOrder.contains { $0.entityName == name }
+    }
+
+    /// The snapshots a fetch returns, merged with this context's unsaved changes when the
+    /// descriptor asks for them.
+    func fetchSnapshots<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [DefaultSnapshot] {
+        let (store, request) = try makeRequest(descriptor)
+        let query = request.query
+        guard descriptor.includePendingChanges, hasPendingChanges(forEntity: query.entity.name) else {
+            return try store.fetch(request).fetchedSnapshots
+        }
+        // Fetch without the window, replace what this context has changed, then sort and cut.
+        var unwindowed = query
+        unwindowed.limit = nil
+        unwindowed.offset = 0
+        let stored = try store.fetch(DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: unwindowed))
+        var pending: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for id in insertedOrder + changedOrder where id.entityName == query.entity.name {
+            if let model = registered[id] { pending[id] = try model.persistentBackingData.snapshot() }
+        }
+        var merged = stored.fetchedSnapshots.filter {
+            pending[$0.persistentIdentifier] == nil && deletedModels[$0.persistentIdentifier] == nil
+        }
+        var evaluator = QueryEvaluator(resolve: { [unowned self] id in
+            if let model = self.registered[id], self.hasPendingChanges(id) {
+                return try? model.persistentBackingData.snapshot()
+            }
+            if self.deletedModels[id] != nil { return nil }
+            return try? self.container.store(for: id.entityName).snapshots(for: [id])[id]
+        })
+        let order = insertedOrder + changedOrder
+        for id in order {
+            guard let snapshot = pending[id] else { continue }
+            if let ids = query.identifiers, !ids.contains(id) { continue }
+            if let predicate = query.predicate, try !evaluator.matches(snapshot, predicate, root: query.rootVariable) {
+                continue
+            }
+            merged.append(snapshot)
+        }
+        if !query.sort.isEmpty {
+            merged = merged.enumerated().sorted { a, b in
+                if query.areInIncreasingOrder(a.element, b.element) { return true }
+                if query.areInIncreasingOrder(b.element, a.element) { return false }
+                return a.offset < b.offset
+            }.map(\.element)
+        }
+        let start = min(query.offset, merged.count)
+        let end = query.limit.map { Swift.min(merged.count, start + $0) } ?? merged.count
+        return Array(merged[start..<end])
+    }
+
+    /// Loads the models of the given relationships for `models`, one store request per
+    /// relationship.
+    func prefetch(_ keyPaths: [AnyKeyPath], of models: [any PersistentModel]) throws {
+        guard !keyPaths.isEmpty, let first = models.first else { return }
+        let entity = first.persistentBackingData.entity
+        for keyPath in keyPaths {
+            guard let property = entity.property(for: keyPath), property.isRelationship else { continue }
+            var ids: [PersistentIdentifier] = []
+            for model in models {
+                for ref in model.persistentBackingData.references(at: property.index) where registered[ref.id] == nil {
+                    ids.append(ref.id)
+                }
+            }
+            for snapshot in loadSnapshots(ids).values {
+                _ = try materialize(snapshot)
+            }
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+
+extension ModelContext {
+    /// Sends every unsaved insert, change and delete to the store as one atomic save.
+    ///
+    /// Delete rules run first: `.cascade` deletes related models, `.nullify` clears their
+    /// references, and `.deny` makes the save throw with nothing deleted. Unique
+    /// constraints upsert (or throw, with ``uniquenessPolicy`` `.fail`). After the save,
+    /// inserted models carry permanent identifiers.
+    /// - Throws: ``SwiftDataError`` `.deleteRuleDenied`, `.uniqueConstraintViolation`,
+    ///   `.unknownModelType` or `.unsupportedValue`; ``DataStoreError`` from the store.
+    ///   When it throws, nothing was saved and the changes are still pending.
+    public func save() throws {
+        guard hasChanges else { return }
+        let deletions = try resolveDeleteRules()
+        NotificationCenter.default.post(name: ModelContext.willSave, object: self)
+
+        // Snapshots grouped by store.
+        var inserted: [Int: [DefaultSnapshot]] = [:]
+        var updated: [Int: [DefaultSnapshot]] = [:]
+        var deleted: [Int: [DefaultSnapshot]] = [:]
+        func storeIndex(_ id: PersistentIdentifier) throws -> Int {
+            guard let index = container.storeForEntity[id.entityName] else {
+                throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
+            }
+            return index
+        }
+        for id in insertedOrder {
+            guard let model = registered[id] else { continue }
+            inserted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
+        }
+        for id in changedOrder where deletions[id] == nil {
+            guard let model = registered[id] else { continue }
+            updated[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
+        }
+        for (id, model) in deletions where !id.isTemporary {
+            deleted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
+        }
+        for index in Set(inserted.keys).union(updated.keys).union(deleted.keys) {
+            if let configuration = container.configurations[index] as? ModelConfiguration, !configuration.allowsSave {
+                throw DataStoreError(.unsupportedFeature, "the configuration \"\(configuration.name)\" does not allow saves")
+            }
+        }
+
+        var remapped: [PersistentIdentifier: PersistentIdentifier] = [:]
+        var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for index in Set(inserted.keys).union(updated.keys).union(deleted.keys).sorted() {
+            let request = DataStoreSaveChangesRequest(
+                editingState: editingState, inserted: inserted[index] ?? [], updated: updated[index] ?? [],
+                deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
+            let result = try container.stores[index].save(request)
+            remapped.merge(result.remappedIdentifiers) { a, _ in a }
+            reregister.merge(result.snapshotsToReregister) { a, _ in a }
+        }
+        finishSave(deletions: deletions, remapped: remapped, reregister: reregister)
+    }
+
+    /// Works out every model the save deletes, and applies `.nullify`, before anything is
+    /// sent. Throws for `.deny` without changing anything.
+    func resolveDeleteRules() throws -> [PersistentIdentifier: any PersistentModel] {
+        var all = deletedModels
+        var pending = deletedOrder.compactMap { deletedModels[$0] }
+        var nullify: [(model: any PersistentModel, index: Int)] = []
+        while let model = pending.popLast() {
+            let data = model.persistentBackingData
+            for property in data.entity.properties {
+                guard let relationship = property.relationship else { continue }
+                let related = data.resolvedModels(at: property.index)
+                switch relationship.deleteRule {
+                case .cascade:
+                    for other in related where all[other.persistentModelID] == nil {
+                        all[other.persistentModelID] = other
+                        pending.append(other)
+                    }
+                case .deny:
+                    if let blocker = related.first(where: { all[$0.persistentModelID] == nil }) {
+                        throw SwiftDataError(
+                            .deleteRuleDenied,
+                            "\(data.entity.name).\(property.name) has a .deny delete rule and still holds "
+                                + "\(blocker.persistentModelID); nothing was deleted")
+                    }
+                case .nullify:
+                    nullify.append((model, property.index))
+                case .noAction:
+                    break
+                }
+            }
+        }
+        // Cascaded models are deleted too.
+        for (id, model) in all where deletedModels[id] == nil {
+            deletedModels[id] = model
+            deletedOrder.append(id)
+            model.persistentBackingData.isDeleted = true
+            if changedSet.remove(id) != nil { changedOrder.removeAll { $0 == id } }
+            if insertedSet.remove(id) != nil { insertedOrder.removeAll { $0 == id } }
+        }
+        for (model, index) in nullify {
+            let data = model.persistentBackingData
+            for related in data.resolvedModels(at: index) where all[related.persistentModelID] == nil {
+                data.unlinkInverse(of: index, on: related, from: data.persistentModelID)
+            }
+        }
+        return all
+    }
+
+    func finishSave(
+        deletions: [PersistentIdentifier: any PersistentModel], remapped: [PersistentIdentifier: PersistentIdentifier],
+        reregister: [PersistentIdentifier: DefaultSnapshot]
+    ) {
+        let insertedIDs = insertedOrder
+        let updatedIDs = changedOrder
+        var settled: [any PersistentModel] = []
+        var finalInserted: [PersistentIdentifier] = []
+        for old in insertedIDs {
+            guard let model = registered.removeValue(forKey: old) else { continue }
+            let new = remapped[old] ?? old
+            model.persistentBackingData.persistentModelID = new
+            finalInserted.append(new)
+            if let existing = registered[new], existing !== model {
+                // An upsert onto a model this context already has: keep that one.
+                model.persistentBackingData.context = nil
+                if let snapshot = reregister[new] { try? model.persistentBackingData.apply(snapshot) }
+            } else {
+                registered[new] = model
+            }
+            settled.append(model)
+        }
+        for (id, snapshot) in reregister {
+            if let model = registered[id] { try? model.persistentBackingData.apply(snapshot) }
+        }
+        for id in updatedIDs {
+            if let model = registered[id] { settled.append(model) }
+        }
+        for model in settled { model.persistentBackingData.settleReferences() }
+        for (id, model) in deletions {
+            registered[id] = nil
+            model.persistentBackingData.context = nil
+            model.persistentBackingData.isDeleted = true
+        }
+        insertedOrder = []
+        insertedSet = []
+        changedOrder = []
+        changedSet = []
+        deletedOrder = []
+        deletedModels = [:]
+        NotificationCenter.default.post(
+            name: ModelContext.didSave, object: self,
+            userInfo: [
+                NotificationKey.insertedIdentifiers.rawValue: finalInserted,
+                NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
+                NotificationKey.deletedIdentifiers.rawValue: Array(deletions.keys),
+            ])
+    }
+}

@@ -1,0 +1,283 @@
+import Foundation
+
+/// Tracks models, their changes, and saves them to the container's stores.
+///
+/// A context keeps an identity map (one object per identifier), records inserts,
+/// changes and deletes, keeps relationship inverses in step, and on ``save()`` sends all
+/// of it to the store as one atomic request. Like SwiftData's, it is not `Sendable`: use
+/// one per actor, and pass ``PersistentIdentifier``s between them.
+public final class ModelContext {
+    /// Posted before a save, with the context as the object.
+    public static let willSave = Notification.Name("StowageModelContextWillSave")
+    /// Posted after a save, with the identifiers under ``NotificationKey``.
+    public static let didSave = Notification.Name("StowageModelContextDidSave")
+
+    /// Keys of the `didSave` notification's `userInfo`.
+    public enum NotificationKey: String {
+        case insertedIdentifiers, updatedIdentifiers, deletedIdentifiers
+    }
+
+    /// The container.
+    public let container: ModelContainer
+    /// Whether the context saves on its own after changes. `true` for the main context.
+    ///
+    /// SwiftData saves at moments of its choosing (and tests show it can lose recent
+    /// changes when an app is stopped). Stowage's autosave schedules a save on the main
+    /// queue after the first change; it runs only where the main queue runs. Call
+    /// ``save()`` when a change matters.
+    public var autosaveEnabled = false
+    /// The name recorded with this context's saves.
+    public var author: String?
+    /// What a save does when an insert collides with a unique constraint. The default,
+    /// `.upsert`, is SwiftData's; `.fail` makes the save throw. Stowage's addition.
+    public var uniquenessPolicy: UniquenessPolicy = .upsert
+
+    let editingID = UUID()
+    var registered: [PersistentIdentifier: any PersistentModel] = [:]
+    var insertedOrder: [PersistentIdentifier] = []
+    var insertedSet: Set<PersistentIdentifier> = []
+    var changedOrder: [PersistentIdentifier] = []
+    var changedSet: Set<PersistentIdentifier> = []
+    var deletedOrder: [PersistentIdentifier] = []
+    var deletedModels: [PersistentIdentifier: any PersistentModel] = [:]
+    var autosaveScheduled = false
+
+    /// Creates a context for `container`.
+    public init(_ container: ModelContainer) {
+        self.container = container
+    }
+
+    var editingState: EditingState { EditingState(id: editingID, author: author) }
+
+    // MARK: Change state
+
+    /// Whether there are unsaved inserts, changes or deletes.
+    public var hasChanges: Bool { !insertedOrder.isEmpty || !changedOrder.isEmpty || !deletedOrder.isEmpty }
+
+    /// Models inserted since the last save.
+    public var insertedModelsArray: [any PersistentModel] { insertedOrder.compactMap { registered[$0] } }
+    /// Models changed since the last save.
+    public var changedModelsArray: [any PersistentModel] { changedOrder.compactMap { registered[$0] } }
+    /// Models deleted since the last save.
+    public var deletedModelsArray: [any PersistentModel] { deletedOrder.compactMap { deletedModels[$0] } }
+
+    func hasPendingChanges(_ id: PersistentIdentifier) -> Bool {
+        insertedSet.contains(id) || changedSet.contains(id) || deletedModels[id] != nil
+    }
+
+    func modelDidChange(_ model: any PersistentModel) {
+        let id = model.persistentModelID
+        guard registered[id] != nil, !insertedSet.contains(id), deletedModels[id] == nil else { return }
+        if changedSet.insert(id).inserted {
+            changedOrder.append(id)
+        }
+        scheduleAutosave()
+    }
+
+    func scheduleAutosave() {
+        guard autosaveEnabled, !autosaveScheduled, Thread.isMainThread else { return }
+        autosaveScheduled = true
+        nonisolated(unsafe) let context = self
+        DispatchQueue.main.async {
+            context.autosaveScheduled = false
+            try? context.save()
+        }
+    }
+
+    // MARK: Insert and delete
+
+    /// Registers a new model (and any unsaved models it relates to) for the next save.
+    /// Inserting a model the context already has does nothing.
+    public func insert<T: PersistentModel>(_ model: T) {
+        insert(model as any PersistentModel)
+    }
+
+    func insert(_ model: any PersistentModel) {
+        let data = model.persistentBackingData
+        let id = data.persistentModelID
+        if let existing = data.context, existing !== self { return }
+        if deletedModels[id] != nil {
+            // Inserting a deleted model takes the delete back.
+            deletedModels[id] = nil
+            deletedOrder.removeAll { $0 == id }
+            data.isDeleted = false
+            registered[id] = model
+            return
+        }
+        if registered[id] != nil { return }
+        data.context = self
+        data.isDeleted = false
+        registered[id] = model
+        if id.isTemporary {
+            insertedOrder.append(id)
+            insertedSet.insert(id)
+        }
+        data.bindIfNeeded(model)
+        for property in data.entity.properties where property.isRelationship {
+            for ref in data.references(at: property.index) {
+                if case .model(let related) = ref, related.persistentBackingData.context == nil,
+                    !related.persistentBackingData.isDeleted
+                {
+                    insert(related)
+                }
+            }
+        }
+        scheduleAutosave()
+    }
+
+    /// Marks a model for deletion at the next save. Deleting an unsaved model discards it.
+    /// Delete rules run when the context saves.
+    public func delete<T: PersistentModel>(_ model: T) {
+        delete(model as any PersistentModel)
+    }
+
+    func delete(_ model: any PersistentModel) {
+        let data = model.persistentBackingData
+        let id = data.persistentModelID
+        guard data.context === self, deletedModels[id] == nil else { return }
+        if insertedSet.contains(id) {
+            insertedSet.remove(id)
+            insertedOrder.removeAll { $0 == id }
+            unlinkAll(model)
+            registered[id] = nil
+            data.isDeleted = true
+            data.context = nil
+            return
+        }
+        if changedSet.remove(id) != nil { changedOrder.removeAll { $0 == id } }
+        deletedModels[id] = model
+        deletedOrder.append(id)
+        data.isDeleted = true
+        scheduleAutosave()
+    }
+
+    /// Clears a model's relationships on both sides.
+    func unlinkAll(_ model: any PersistentModel) {
+        let data = model.persistentBackingData
+        for property in data.entity.properties where property.isRelationship {
+            for related in data.resolvedModels(at: property.index) {
+                data.unlinkInverse(of: property.index, on: related, from: data.persistentModelID)
+            }
+        }
+    }
+
+    /// Discards every unsaved change: inserted models leave the context, changed and
+    /// deleted ones go back to their saved values.
+    public func rollback() {
+        for id in insertedOrder {
+            if let model = registered.removeValue(forKey: id) {
+                model.persistentBackingData.context = nil
+            }
+        }
+        var refresh: [PersistentIdentifier] = changedOrder
+        for (id, model) in deletedModels {
+            model.persistentBackingData.isDeleted = false
+            registered[id] = model
+            refresh.append(id)
+        }
+        insertedOrder = []
+        insertedSet = []
+        changedOrder = []
+        changedSet = []
+        deletedOrder = []
+        deletedModels = [:]
+        let snapshots = loadSnapshots(refresh)
+        for id in refresh {
+            guard let model = registered[id] else { continue }
+            if let snapshot = snapshots[id] {
+                try? model.persistentBackingData.apply(snapshot)
+            } else {
+                registered[id] = nil
+                model.persistentBackingData.context = nil
+            }
+        }
+    }
+
+    /// Runs `block`, then saves. If `block` throws, its changes are rolled back.
+    public func transaction(block: () throws -> Void) throws {
+        do {
+            try block()
+        } catch {
+            rollback()
+            throw error
+        }
+        try save()
+    }
+
+    /// Does nothing: Stowage records changes as they happen. Kept for source compatibility.
+    public func processPendingChanges() {}
+
+    // MARK: Identity map
+
+    /// The model registered for an identifier, if this context has it.
+    public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
+        registered[id] as? T
+    }
+
+    /// The model for an identifier: the registered one, or one loaded from the store.
+    ///
+    /// SwiftData returns a model even for an identifier with no record, and that model
+    /// traps when read. Stowage returns an empty, unregistered model in that case; use
+    /// ``existingModel(for:)`` to get an error instead.
+    public func model(for id: PersistentIdentifier) -> any PersistentModel {
+        if let model = try? existingModel(for: id) { return model }
+        let type = container.schema.entitiesByName[id.entityName]?.modelType
+        let data = ModelBackingData(for: type ?? _PlaceholderModel.self)
+        data.persistentModelID = id
+        return (type ?? _PlaceholderModel.self).init(backingData: data)
+    }
+
+    /// The model for an identifier, registered or loaded from the store.
+    /// - Throws: ``SwiftDataError/missingModel`` when no record has the identifier.
+    public func existingModel(for id: PersistentIdentifier) throws -> any PersistentModel {
+        if let model = registered[id] { return model }
+        guard let entity = container.schema.entitiesByName[id.entityName] else {
+            throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
+        }
+        guard !id.isTemporary, let model = resolveModel(for: id, entity: entity) else {
+            throw SwiftDataError(.missingModel, "no \(id.entityName) has the identifier \(id)")
+        }
+        return model
+    }
+
+    func resolveModel(for id: PersistentIdentifier, entity: Schema.Entity?) -> (any PersistentModel)? {
+        if let model = registered[id] { return model }
+        if deletedModels[id] != nil || id.isTemporary { return nil }
+        guard let snapshot = loadSnapshots([id])[id] else { return nil }
+        return try? materialize(snapshot)
+    }
+
+    func loadSnapshots(_ ids: [PersistentIdentifier]) -> [PersistentIdentifier: DefaultSnapshot] {
+        var byStore: [Int: [PersistentIdentifier]] = [:]
+        for id in ids where !id.isTemporary {
+            if let index = container.storeForEntity[id.entityName] { byStore[index, default: []].append(id) }
+        }
+        var result: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for (index, group) in byStore {
+            if let found = try? container.stores[index].snapshots(for: group) {
+                result.merge(found) { a, _ in a }
+            }
+        }
+        return result
+    }
+
+    /// The registered model for a snapshot, refreshed if it has no unsaved changes, or a
+    /// new model registered for it.
+    func materialize(_ snapshot: DefaultSnapshot) throws -> any PersistentModel {
+        let id = snapshot.persistentIdentifier
+        if let model = registered[id] {
+            if !hasPendingChanges(id) {
+                try model.persistentBackingData.apply(snapshot)
+            }
+            return model
+        }
+        guard let entity = container.schema.entitiesByName[id.entityName] else {
+            throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
+        }
+        let data = try ModelBackingData(entity: entity, snapshot: snapshot)
+        let model = entity.modelType.init(backingData: data)
+        data.context = self
+        registered[id] = model
+        return model
+    }
+}

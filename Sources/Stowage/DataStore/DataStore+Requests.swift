@@ -1,0 +1,110 @@
+import Foundation
+
+/// A fetch, as a context hands it to a store.
+public struct DataStoreFetchRequest<T: PersistentModel>: @unchecked Sendable {
+    // @unchecked Sendable: the descriptor is a value whose predicate and sort descriptors
+    // are Sendable; the compiled query is immutable.
+
+    /// The descriptor the user wrote.
+    public var descriptor: FetchDescriptor<T>
+    /// The context making the request.
+    public var editingState: EditingState
+    /// The descriptor compiled against the store's schema, ready to evaluate.
+    public let query: FetchQuery
+
+    /// Compiles `descriptor` for `schema`.
+    /// - Throws: ``SwiftDataError`` `.unsupportedPredicate`, `.unsupportedSortDescriptor`
+    ///   or `.unknownModelType`.
+    public init(descriptor: FetchDescriptor<T>, editingState: EditingState, schema: Schema) throws {
+        self.descriptor = descriptor
+        self.editingState = editingState
+        self.query = try FetchQuery(descriptor, schema: schema)
+    }
+
+    init(descriptor: FetchDescriptor<T>, editingState: EditingState, query: FetchQuery) {
+        self.descriptor = descriptor
+        self.editingState = editingState
+        self.query = query
+    }
+}
+
+/// A fetch's answer.
+public struct DataStoreFetchResult<T: PersistentModel>: Sendable {
+    /// The descriptor that was fetched.
+    public let descriptor: FetchDescriptor<T>
+    /// The matching snapshots.
+    public let fetchedSnapshots: [DefaultSnapshot]
+    /// Snapshots of related models the store chose to send along (prefetching).
+    public let relatedSnapshots: [PersistentIdentifier: DefaultSnapshot]
+
+    public init(
+        descriptor: FetchDescriptor<T>, fetchedSnapshots: [DefaultSnapshot],
+        relatedSnapshots: [PersistentIdentifier: DefaultSnapshot] = [:]
+    ) {
+        self.descriptor = descriptor
+        self.fetchedSnapshots = fetchedSnapshots
+        self.relatedSnapshots = relatedSnapshots
+    }
+}
+
+/// What to do when an insert collides with a unique constraint.
+///
+/// SwiftData only upserts. Stowage adds `.fail`, which users have asked SwiftData for.
+public enum UniquenessPolicy: Sendable, Hashable {
+    /// Update the existing record with the inserted values (SwiftData's behaviour).
+    case upsert
+    /// Throw ``SwiftDataError/uniqueConstraintViolation`` and save nothing.
+    case fail
+}
+
+/// A save, as a context hands it to a store: every change since the last save.
+public struct DataStoreSaveChangesRequest: Sendable {
+    /// The context making the request.
+    public let editingState: EditingState
+    /// New models, with temporary identifiers.
+    public let inserted: [DefaultSnapshot]
+    /// Changed models, with their full new values.
+    public let updated: [DefaultSnapshot]
+    /// Deleted models, with their last values.
+    public let deleted: [DefaultSnapshot]
+    /// What to do when an insert collides with a unique constraint.
+    public let uniquenessPolicy: UniquenessPolicy
+
+    public init(
+        editingState: EditingState, inserted: [DefaultSnapshot], updated: [DefaultSnapshot],
+        deleted: [DefaultSnapshot], uniquenessPolicy: UniquenessPolicy = .upsert
+    ) {
+        self.editingState = editingState
+        self.inserted = inserted
+        self.updated = updated
+        self.deleted = deleted
+        self.uniquenessPolicy = uniquenessPolicy
+    }
+}
+
+/// A save's answer.
+public struct DataStoreSaveChangesResult: Sendable {
+    /// The store that saved.
+    public let storeIdentifier: String
+    /// Temporary identifiers and the permanent ones that replace them.
+    public let remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier]
+    /// Records whose stored values differ from what the context sent (upserts), keyed by
+    /// permanent identifier. The context refreshes its models from these.
+    public let snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot]
+
+    public init(
+        storeIdentifier: String, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier],
+        snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot] = [:]
+    ) {
+        self.storeIdentifier = storeIdentifier
+        self.remappedIdentifiers = remappedIdentifiers
+        self.snapshotsToReregister = snapshotsToReregister
+    }
+}
+
+/// A batch delete: every record of `T` that matches the predicate.
+public struct DataStoreBatchDeleteRequest<T: PersistentModel>: @unchecked Sendable {
+    // @unchecked Sendable: see DataStoreFetchRequest.
+    public let editingState: EditingState
+    public let query: FetchQuery
+}

@@ -1,0 +1,140 @@
+import Foundation
+
+extension ModelBackingData {
+    func references(at index: Int) -> [RelatedReference] {
+        switch slots[index] {
+        case .toOne(let ref): ref.map { [$0] } ?? []
+        case .toMany(let refs): refs
+        default: []
+        }
+    }
+
+    func setReferences(_ refs: [RelatedReference], at index: Int) {
+        if entity.properties[index].relationship?.isToOne == true {
+            slots[index] = .toOne(refs.first)
+        } else {
+            slots[index] = .toMany(refs)
+        }
+    }
+
+    /// Resolves a reference to its model: the model itself, or the one the context has or
+    /// fetches for the identifier. Deleted and missing models resolve to `nil`.
+    func resolve(_ ref: RelatedReference, destination: Schema.Entity?) -> (any PersistentModel)? {
+        switch ref {
+        case .model(let model):
+            return model.persistentBackingData.isDeleted ? nil : model
+        case .id(let id):
+            guard let context else { return nil }
+            return context.resolveModel(for: id, entity: destination)
+        }
+    }
+
+    func destinationEntity(at index: Int) -> Schema.Entity? {
+        entity.properties[index].relationship?.destinationType.map(EntityRegistry.entity(for:))
+    }
+
+    func resolvedModels(at index: Int) -> [any PersistentModel] {
+        let destination = destinationEntity(at: index)
+        return references(at: index).compactMap { resolve($0, destination: destination) }
+    }
+
+    func relatedModels<Value: PersistentModel>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel)
+        -> [Value]
+    {
+        bindIfNeeded(owner)
+        let index = index(of: keyPath)
+        return resolvedModels(at: index).compactMap { $0 as? Value }
+    }
+
+    /// Replaces a relationship's models and keeps the inverse side in step at once, as
+    /// SwiftData does: models that left get their back-reference cleared, models that
+    /// joined get it set (and leave their previous owner).
+    func setRelated<Value: PersistentModel>(_ keyPath: AnyKeyPath, _ models: [Value], owner: any PersistentModel) {
+        bindIfNeeded(owner)
+        let index = index(of: keyPath)
+        var unique: [any PersistentModel] = []
+        var seen: Set<PersistentIdentifier> = []
+        for model in models where seen.insert(model.persistentModelID).inserted {
+            unique.append(model)
+        }
+        let old = references(at: index)
+        let oldIDs = Set(old.map(\.id))
+        setReferences(unique.map(RelatedReference.init), at: index)
+        context?.modelDidChange(owner)
+        if let context {
+            for model in unique where model.persistentBackingData.context == nil && !model.persistentBackingData.isDeleted {
+                context.insert(model)
+            }
+        }
+        guard entity.inverse(ofPropertyAt: index) != nil else { return }
+        let destination = destinationEntity(at: index)
+        for ref in old where !seen.contains(ref.id) {
+            if let model = resolve(ref, destination: destination) {
+                unlinkInverse(of: index, on: model, from: persistentModelID)
+            }
+        }
+        for model in unique where !oldIDs.contains(model.persistentModelID) {
+            linkInverse(of: index, on: model, to: owner)
+        }
+    }
+
+    /// Makes `model`'s inverse of relationship `index` point at `owner`.
+    func linkInverse(of index: Int, on model: any PersistentModel, to owner: any PersistentModel) {
+        guard let inverse = entity.inverse(ofPropertyAt: index) else { return }
+        let other = model.persistentBackingData
+        let q = inverse.property.index
+        let ownerID = persistentModelID
+        if inverse.property.relationship?.isToOne == true {
+            if let previous = other.references(at: q).first, previous.id != ownerID {
+                // The model leaves its previous owner's relationship.
+                if let previousOwner = other.resolve(previous, destination: entity) {
+                    let prev = previousOwner.persistentBackingData
+                    prev.setReferences(prev.references(at: index).filter { $0.id != model.persistentModelID }, at: index)
+                    prev.context?.modelDidChange(previousOwner)
+                }
+            }
+            other.setReferences([RelatedReference(owner)], at: q)
+        } else {
+            var refs = other.references(at: q)
+            if !refs.contains(where: { $0.id == ownerID }) {
+                refs.append(RelatedReference(owner))
+                other.setReferences(refs, at: q)
+            }
+        }
+        other.context?.modelDidChange(model)
+        if let context, other.context == nil, !other.isDeleted {
+            context.insert(model)
+        }
+    }
+
+    /// Removes `ownerID` from `model`'s inverse of relationship `index`.
+    func unlinkInverse(of index: Int, on model: any PersistentModel, from ownerID: PersistentIdentifier) {
+        guard let inverse = entity.inverse(ofPropertyAt: index) else { return }
+        let other = model.persistentBackingData
+        let q = inverse.property.index
+        let refs = other.references(at: q)
+        guard refs.contains(where: { $0.id == ownerID }) else { return }
+        other.setReferences(refs.filter { $0.id != ownerID }, at: q)
+        other.context?.modelDidChange(model)
+    }
+
+    /// Rewrites references to models that now have permanent identifiers as identifiers.
+    func settleReferences() {
+        for index in slots.indices {
+            switch slots[index] {
+            case .toOne(.some(.model(let model))) where !model.persistentModelID.isTemporary:
+                slots[index] = .toOne(.id(model.persistentModelID))
+            case .toMany(let refs) where refs.contains(where: { if case .model = $0 { true } else { false } }):
+                slots[index] = .toMany(
+                    refs.map { ref in
+                        if case .model(let model) = ref, !model.persistentModelID.isTemporary {
+                            return .id(model.persistentModelID)
+                        }
+                        return ref
+                    })
+            default:
+                break
+            }
+        }
+    }
+}

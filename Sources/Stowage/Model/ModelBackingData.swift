@@ -1,0 +1,187 @@
+import Foundation
+
+/// The storage behind one model's stored properties.
+///
+/// `@Model` gives every model one of these. It holds the property values in schema
+/// order, the model's identifier, and the context it is registered in. Relationship
+/// values are the related models while they are unsaved, and their identifiers after,
+/// so that saved object graphs hold no reference cycles.
+///
+/// SwiftData's equivalent is the `BackingData` protocol; Stowage has one concrete class.
+public final class ModelBackingData {
+    enum Slot {
+        case unset
+        case value(Any)
+        case toOne(RelatedReference?)
+        case toMany([RelatedReference])
+    }
+
+    /// The entity the model belongs to.
+    public let entity: Schema.Entity
+    var slots: [Slot]
+    /// The model's identifier.
+    public internal(set) var persistentModelID: PersistentIdentifier
+    weak var context: ModelContext?
+    var isDeleted = false
+    /// Relationship slots filled before the model object existed; their inverses are
+    /// linked when the model is first used.
+    var pendingInverses: [Int] = []
+
+    /// Creates empty storage for a new model of `type`. `@Model` calls this.
+    public init(for type: any PersistentModel.Type) {
+        let entity = EntityRegistry.entity(for: type)
+        self.entity = entity
+        self.slots = Array(repeating: .unset, count: entity.properties.count)
+        self.persistentModelID = .temporary(entityName: entity.name)
+    }
+
+    /// Creates storage from a store's snapshot.
+    /// - Throws: ``SwiftDataError`` `.modelValidationFailure` if a value does not decode
+    ///   into its property's type.
+    init(entity: Schema.Entity, snapshot: DefaultSnapshot) throws {
+        self.entity = entity
+        self.slots = Array(repeating: .unset, count: entity.properties.count)
+        self.persistentModelID = snapshot.persistentIdentifier
+        try apply(snapshot)
+    }
+
+    /// Replaces every value with the snapshot's.
+    func apply(_ snapshot: DefaultSnapshot) throws {
+        guard snapshot.values.count == entity.properties.count else {
+            throw SwiftDataError(
+                .modelValidationFailure,
+                "\(entity.name): the snapshot has \(snapshot.values.count) values, the schema \(entity.properties.count)")
+        }
+        var newSlots = slots
+        for property in entity.properties {
+            let value = snapshot.values[property.index]
+            if let relationship = property.relationship {
+                let ids: [PersistentIdentifier]
+                switch value {
+                case .null: ids = []
+                case .identifier(let id): ids = [id]
+                case .array(let items):
+                    ids = items.compactMap { if case .identifier(let id) = $0 { return id } else { return nil } }
+                default:
+                    throw SwiftDataError(
+                        .modelValidationFailure, "\(entity.name).\(property.name): expected identifiers, found \(value.kindName)")
+                }
+                newSlots[property.index] =
+                    relationship.isToOne ? .toOne(ids.first.map { .id($0) }) : .toMany(ids.map { .id($0) })
+            } else {
+                do {
+                    newSlots[property.index] = .value(try property.decode(value))
+                } catch let error as SwiftDataError {
+                    throw SwiftDataError(
+                        error.code, "\(entity.name).\(property.name) of \(snapshot.persistentIdentifier): \(error.message)")
+                }
+            }
+        }
+        slots = newSlots
+    }
+
+    /// The model's current values as a snapshot.
+    /// - Throws: ``SwiftDataError`` `.unsupportedValue` if a value cannot be encoded.
+    func snapshot() throws -> DefaultSnapshot {
+        var values: [SnapshotValue] = []
+        values.reserveCapacity(slots.count)
+        for property in entity.properties {
+            switch slots[property.index] {
+            case .unset:
+                values.append(.null)
+            case .value(let any):
+                do {
+                    values.append(try property.encode(any))
+                } catch let error as SwiftDataError {
+                    throw SwiftDataError(error.code, "\(entity.name).\(property.name): \(error.message)")
+                }
+            case .toOne(let ref):
+                values.append(ref.map { .identifier($0.id) } ?? .null)
+            case .toMany(let refs):
+                values.append(.array(refs.map { .identifier($0.id) }))
+            }
+        }
+        return DefaultSnapshot(persistentIdentifier: persistentModelID, values: values)
+    }
+
+    // MARK: Attributes
+
+    func index(of keyPath: AnyKeyPath) -> Int {
+        guard let index = entity.indexByKeyPath[keyPath] else {
+            preconditionFailure("\(entity.name) has no stored property \(keyPath)")
+        }
+        return index
+    }
+
+    func attributeValue<Value>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel) -> Value {
+        bindIfNeeded(owner)
+        let index = index(of: keyPath)
+        if case .value(let any) = slots[index], let value = any as? Value { return value }
+        if let value = entity.properties[index].defaultValue as? Value { return value }
+        if let none = (Value.self as? any _OptionalValue.Type)?._none as? Value { return none }
+        preconditionFailure("\(entity.name).\(entity.properties[index].name) was read before it was set")
+    }
+
+    func setAttributeValue<Value>(_ keyPath: AnyKeyPath, _ value: Value, owner: any PersistentModel) {
+        bindIfNeeded(owner)
+        slots[index(of: keyPath)] = .value(value)
+        context?.modelDidChange(owner)
+    }
+
+    /// Stores a value from a property's initial value or the model's `init`, before the
+    /// model object is complete. The `@Model` init accessors call this.
+    public func setInitialValue<Value>(_ value: Value, forKey name: String) {
+        guard let index = entity.indexByName[name] else { return }
+        let property = entity.properties[index]
+        if let relationship = property.relationship {
+            let models = Self.models(in: value)
+            slots[index] =
+                relationship.isToOne
+                ? .toOne(models.first.map(RelatedReference.init)) : .toMany(models.map(RelatedReference.init))
+            if !models.isEmpty { pendingInverses.append(index) }
+        } else {
+            slots[index] = .value(value)
+        }
+    }
+
+    static func models(in value: Any) -> [any PersistentModel] {
+        if let model = value as? any PersistentModel { return [model] }
+        if let models = value as? [any PersistentModel] { return models }
+        if let optional = value as? any _OptionalValue, let wrapped = optional._wrapped {
+            return models(in: wrapped)
+        }
+        return []
+    }
+
+    func bindIfNeeded(_ owner: any PersistentModel) {
+        guard !pendingInverses.isEmpty else { return }
+        let pending = pendingInverses
+        pendingInverses = []
+        for index in pending {
+            let models = resolvedModels(at: index)
+            for model in models {
+                linkInverse(of: index, on: model, to: owner)
+            }
+        }
+    }
+}
+
+/// A reference from one model to a related one.
+enum RelatedReference {
+    /// The related model itself, while it is unsaved.
+    case model(any PersistentModel)
+    /// The related model's permanent identifier.
+    case id(PersistentIdentifier)
+
+    init(_ model: any PersistentModel) {
+        let id = model.persistentModelID
+        self = id.isTemporary ? .model(model) : .id(id)
+    }
+
+    var id: PersistentIdentifier {
+        switch self {
+        case .model(let model): model.persistentModelID
+        case .id(let id): id
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Observation
+
+/// A class whose stored properties a ``ModelContext`` persists.
+///
+/// Do not conform to this protocol by hand: apply `@Model` to a class, and the macro
+/// writes the conformance, the schema metadata and the property accessors. A model is
+/// `Observable`, `Hashable` (by identity) and `Identifiable`. Like SwiftData's models, it
+/// is not `Sendable`: hand its ``persistentModelID`` to other actors instead.
+public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
+    /// The storage behind the model's properties.
+    var persistentBackingData: ModelBackingData { get set }
+    /// The stored properties, as the `@Model` macro describes them.
+    static var schemaMetadata: [Schema.PropertyMetadata] { get }
+    /// Creates a model around existing backing data. Stores and contexts call this.
+    init(backingData: ModelBackingData)
+
+    /// The entity name: the class's own name. Written by `@Model`.
+    static var _stowageEntityName: String { get }
+    /// Key-path groups from `#Index`. Written by `#Index`.
+    static var _stowageIndexes: [[AnyKeyPath]] { get }
+    /// Key-path groups from `#Unique`. Written by `#Unique`.
+    static var _stowageUniqueness: [[AnyKeyPath]] { get }
+}
+
+extension PersistentModel {
+    public static var _stowageEntityName: String {
+        String(describing: Self.self).split(separator: ".").last.map(String.init) ?? String(describing: Self.self)
+    }
+    public static var _stowageIndexes: [[AnyKeyPath]] { [] }
+    public static var _stowageUniqueness: [[AnyKeyPath]] { [] }
+
+    /// The model's identifier: temporary until its first save, permanent after.
+    public var persistentModelID: PersistentIdentifier { persistentBackingData.persistentModelID }
+
+    /// The context the model is registered in, or `nil` if it was never inserted or has
+    /// been deleted and saved.
+    public var modelContext: ModelContext? { persistentBackingData.context }
+
+    /// Whether the model has unsaved changes in its context.
+    public var hasChanges: Bool {
+        guard let context = persistentBackingData.context else { return false }
+        return context.hasPendingChanges(persistentModelID)
+    }
+
+    /// Whether the model has been deleted from its context.
+    public var isDeleted: Bool { persistentBackingData.isDeleted }
+
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    public var id: PersistentIdentifier { persistentModelID }
+}
+
+// MARK: - Property access the @Model macro writes
+
+extension PersistentModel {
+    /// Reads an attribute.
+    public func getValue<Value>(forKey keyPath: KeyPath<Self, Value>) -> Value {
+        persistentBackingData.attributeValue(keyPath, as: Value.self, owner: self)
+    }
+
+    /// Writes an attribute and records the change in the model's context.
+    public func setValue<Value>(forKey keyPath: KeyPath<Self, Value>, to newValue: Value) {
+        persistentBackingData.setAttributeValue(keyPath, newValue, owner: self)
+    }
+
+    /// Reads an optional to-one relationship.
+    public func getValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, Value?>) -> Value? {
+        persistentBackingData.relatedModels(keyPath, as: Value.self, owner: self).first
+    }
+
+    /// Reads a non-optional to-one relationship.
+    public func getValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, Value>) -> Value {
+        if let model = persistentBackingData.relatedModels(keyPath, as: Value.self, owner: self).first {
+            return model
+        }
+        preconditionFailure(
+            "\(Self.self).\(keyPath): the related \(Value.self) was deleted; declare the relationship optional")
+    }
+
+    /// Reads a to-many relationship.
+    public func getValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, [Value]>) -> [Value] {
+        persistentBackingData.relatedModels(keyPath, as: Value.self, owner: self)
+    }
+
+    /// Reads an optional to-many relationship.
+    public func getValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, [Value]?>) -> [Value]? {
+        persistentBackingData.relatedModels(keyPath, as: Value.self, owner: self)
+    }
+
+    /// Writes an optional to-one relationship, and updates the inverse at once.
+    public func setValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, Value?>, to newValue: Value?) {
+        persistentBackingData.setRelated(keyPath, newValue.map { [$0] } ?? [], owner: self)
+    }
+
+    /// Writes a non-optional to-one relationship, and updates the inverse at once.
+    public func setValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, Value>, to newValue: Value) {
+        persistentBackingData.setRelated(keyPath, [newValue], owner: self)
+    }
+
+    /// Writes a to-many relationship, and updates the inverses at once.
+    public func setValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, [Value]>, to newValue: [Value]) {
+        persistentBackingData.setRelated(keyPath, newValue, owner: self)
+    }
+
+    /// Writes an optional to-many relationship, and updates the inverses at once.
+    public func setValue<Value: PersistentModel>(forKey keyPath: KeyPath<Self, [Value]?>, to newValue: [Value]?) {
+        persistentBackingData.setRelated(keyPath, newValue ?? [], owner: self)
+    }
+}
+
+/// The type of the stored-property placeholders `@Model` writes; it holds nothing.
+public struct _StowagePersistedProperty: Sendable {
+    public init() {}
+}
+
+/// Groups key paths for `#Index` and `#Unique`.
+public func _stowageKeyPathGroups<T>(_ type: T.Type, _ groups: [[PartialKeyPath<T>]]) -> [[AnyKeyPath]] {
+    groups.map { $0.map { $0 as AnyKeyPath } }
+}

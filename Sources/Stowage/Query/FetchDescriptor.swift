@@ -1,0 +1,119 @@
+import Foundation
+
+/// What to fetch: a predicate, a sort order, and a window of results.
+public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
+    // @unchecked Sendable: Predicate and SortDescriptor are Sendable; the key paths are
+    // immutable values.
+
+    /// Which models to fetch; `nil` fetches all.
+    public var predicate: Predicate<T>?
+    /// The order of the results. `nil` values sort first in ascending order and last in
+    /// descending order.
+    public var sortBy: [SortDescriptor<T>]
+    /// The most results to return.
+    public var fetchLimit: Int?
+    /// How many results to skip.
+    public var fetchOffset: Int?
+    /// Whether unsaved inserts, changes and deletes in the context count. The default is
+    /// `true`, as in SwiftData.
+    public var includePendingChanges: Bool = true
+    /// The properties to load. Stowage accepts the hint and loads every property, which
+    /// keeps models complete; the result is the same.
+    public var propertiesToFetch: [PartialKeyPath<T>] = []
+    /// Relationships whose models to load along with the results, in one request each.
+    public var relationshipKeyPathsForPrefetching: [PartialKeyPath<T>] = []
+
+    /// Creates a descriptor.
+    public init(predicate: Predicate<T>? = nil, sortBy: [SortDescriptor<T>] = []) {
+        self.predicate = predicate
+        self.sortBy = sortBy
+    }
+}
+
+/// One sort key of a compiled query.
+public struct SortKey: Sendable, CustomStringConvertible {
+    /// The property's position in snapshots.
+    public let index: Int
+    /// The property's name.
+    public let name: String
+    /// Whether the order is ascending.
+    public let ascending: Bool
+
+    public var description: String { "\(name) \(ascending ? "ASC" : "DESC")" }
+}
+
+/// A fetch descriptor compiled against a schema: what every store evaluates.
+public struct FetchQuery: Sendable, CustomStringConvertible {
+    /// The entity to fetch.
+    public let entity: Schema.Entity
+    /// The compiled predicate, or `nil` for all records.
+    public var predicate: QueryExpression?
+    /// The variable the predicate binds to the record under test.
+    public var rootVariable: PredicateExpressions.VariableID?
+    /// The sort keys, most significant first.
+    public var sort: [SortKey]
+    /// The most results to return.
+    public var limit: Int?
+    /// How many results to skip.
+    public var offset: Int
+    /// When set, only records with these identifiers are candidates.
+    public var identifiers: Set<PersistentIdentifier>?
+
+    /// Compiles a descriptor.
+    /// - Throws: ``SwiftDataError`` `.unknownModelType`, `.unsupportedPredicate` or
+    ///   `.unsupportedSortDescriptor`.
+    public init<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, schema: Schema) throws {
+        guard let entity = schema.entity(for: T.self) else {
+            throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema")
+        }
+        self.entity = entity
+        if let predicate = descriptor.predicate {
+            let (expression, root) = try PredicateCompiler.compile(predicate, schema: schema)
+            self.predicate = expression
+            self.rootVariable = root
+        }
+        self.sort = try descriptor.sortBy.map { sortDescriptor in
+            guard let keyPath = sortDescriptor.keyPath else {
+                throw SwiftDataError(.unsupportedSortDescriptor, "a sort descriptor without a key path")
+            }
+            guard let property = entity.property(for: keyPath), !property.isRelationship else {
+                throw SwiftDataError(
+                    .unsupportedSortDescriptor, "\(keyPath) is not a stored attribute of \(entity.name)")
+            }
+            return SortKey(index: property.index, name: property.name, ascending: sortDescriptor.order == .forward)
+        }
+        if let limit = descriptor.fetchLimit, limit < 0 {
+            throw SwiftDataError(.unsupportedPredicate, "fetchLimit must not be negative (\(limit))")
+        }
+        self.limit = descriptor.fetchLimit
+        self.offset = max(0, descriptor.fetchOffset ?? 0)
+    }
+
+    /// A query for all records of `entity` with the given identifiers.
+    public init(entity: Schema.Entity, identifiers: Set<PersistentIdentifier>) {
+        self.entity = entity
+        self.sort = []
+        self.offset = 0
+        self.identifiers = identifiers
+    }
+
+    /// Whether `a` sorts before `b` under this query's sort keys.
+    public func areInIncreasingOrder(_ a: DefaultSnapshot, _ b: DefaultSnapshot) -> Bool {
+        for key in sort {
+            let c = SnapshotValue.compare(a.values[key.index], b.values[key.index])
+            if c == .orderedSame { continue }
+            return key.ascending ? c == .orderedAscending : c == .orderedDescending
+        }
+        return false
+    }
+
+    public var description: String {
+        var parts = ["FETCH \(entity.name)"]
+        if let identifiers { parts.append("IDS (\(identifiers.count))") }
+        if let predicate { parts.append("WHERE \(predicate)") }
+        if !sort.isEmpty { parts.append("ORDER BY " + sort.map(\.description).joined(separator: ", ")) }
+        if offset > 0 { parts.append("OFFSET \(offset)") }
+        if let limit { parts.append("LIMIT \(limit)") }
+        return parts.joined(separator: "; ")
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// Stowage's own form of a compiled `#Predicate`: a small tree over property positions
+/// and constant values, evaluated directly on snapshots.
+///
+/// The predicate compiler builds it once per fetch descriptor; every store evaluates
+/// it, and the planner reads it to choose indexes.
+public indirect enum QueryExpression: Sendable, CustomStringConvertible {
+    /// Comparison operators.
+    public enum ComparisonOperator: String, Sendable {
+        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    }
+    /// Arithmetic operators.
+    public enum ArithmeticOperator: String, Sendable {
+        case add = "+", subtract = "-", multiply = "*", divide = "/", integerDivide = "÷", remainder = "%"
+    }
+    /// Functions over strings and sequences.
+    public enum Function: String, Sendable {
+        case contains, startsWith, localizedStandardContains, caseInsensitiveCompare, sequenceContains, min, max
+    }
+    /// Functions that take a bound closure variable.
+    public enum ClosureFunction: String, Sendable {
+        case containsWhere = "contains(where:)", allSatisfy, filter
+    }
+
+    /// A constant captured by the predicate.
+    case constant(SnapshotValue)
+    /// A variable: the model being tested, or a closure's argument.
+    case variable(PredicateExpressions.VariableID)
+    /// A stored property of the model that `base` evaluates to.
+    case property(QueryExpression, entity: String, index: Int, name: String)
+    /// The identifier of the model that `base` evaluates to.
+    case modelID(QueryExpression)
+    /// A field of a composite (Codable struct) value. `fallback` applies the original key
+    /// path to the decoded value when the field's coding key differs from its name.
+    case member(QueryExpression, name: String, fallback: KeyPathApplier?)
+    /// A key path that is not a stored property, applied to a decoded value.
+    case apply(QueryExpression, KeyPathApplier)
+    /// The number of elements (or characters) of a value.
+    case count(QueryExpression)
+    /// Whether a value has no elements.
+    case isEmpty(QueryExpression)
+    case compare(ComparisonOperator, QueryExpression, QueryExpression)
+    case and(QueryExpression, QueryExpression)
+    case or(QueryExpression, QueryExpression)
+    case not(QueryExpression)
+    case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
+    case negate(QueryExpression)
+    case conditional(QueryExpression, QueryExpression, QueryExpression)
+    case nilCoalesce(QueryExpression, QueryExpression)
+    /// Evaluates `transform` with `variable` bound to `wrapped`, or gives `null` if it is `null`.
+    case optionalFlatMap(QueryExpression, PredicateExpressions.VariableID, QueryExpression)
+    case forceUnwrap(QueryExpression)
+    case function(Function, QueryExpression, QueryExpression?)
+    case closure(ClosureFunction, QueryExpression, PredicateExpressions.VariableID, QueryExpression)
+    /// Whether `value` lies in `lower...upper` (closed) or `lower..<upper`.
+    case inRange(QueryExpression, lower: QueryExpression, upper: QueryExpression, closed: Bool)
+    /// Whether a value can be cast to a type; `cast` converts it.
+    case cast(QueryExpression, typeName: String, conditional: Bool, check: @Sendable (SnapshotValue) -> Bool)
+    /// The element at an index or key.
+    case subscripted(QueryExpression, QueryExpression, defaultValue: QueryExpression?)
+    /// A set of identifiers the model's identifier must be in.
+    case identifierIn(Set<PersistentIdentifier>)
+
+    public var description: String {
+        switch self {
+        case .constant(let v): return v.description
+        case .variable(let id): return "$\(id.hashValue & 0xff)"
+        case .property(let base, _, _, let name):
+            if case .variable = base { return name }
+            return "\(base).\(name)"
+        case .modelID(let base): return "\(base).persistentModelID"
+        case .member(let base, let name, _): return "\(base).\(name)"
+        case .apply(let base, let applier): return "\(base).\(applier.name)"
+        case .count(let base): return "\(base).count"
+        case .isEmpty(let base): return "\(base).isEmpty"
+        case .compare(let op, let l, let r): return "\(l) \(op.rawValue) \(r)"
+        case .and(let l, let r): return "(\(l) AND \(r))"
+        case .or(let l, let r): return "(\(l) OR \(r))"
+        case .not(let x): return "NOT \(x)"
+        case .arithmetic(let op, let l, let r): return "(\(l) \(op.rawValue) \(r))"
+        case .negate(let x): return "-\(x)"
+        case .conditional(let t, let a, let b): return "(\(t) ? \(a) : \(b))"
+        case .nilCoalesce(let l, let r): return "(\(l) ?? \(r))"
+        case .optionalFlatMap(let w, _, let t): return "\(w)?.{\(t)}"
+        case .forceUnwrap(let x): return "\(x)!"
+        case .function(let f, let a, let b): return "\(a).\(f.rawValue)(\(b.map(\.description) ?? ""))"
+        case .closure(let f, let s, _, let t): return "\(s).\(f.rawValue) { \(t) }"
+        case .inRange(let v, let lo, let hi, let closed): return "\(v) IN \(lo)\(closed ? "..." : "..<")\(hi)"
+        case .cast(let x, let name, let conditional, _): return "(\(x) as\(conditional ? "?" : "!") \(name))"
+        case .subscripted(let x, let i, _): return "\(x)[\(i)]"
+        case .identifierIn(let ids): return "persistentModelID IN (\(ids.count) identifiers)"
+        }
+    }
+}
+
+/// Applies a key path that is not a stored property to a decoded value, for predicates
+/// over computed members of composite values (such as `place.isValid`).
+public struct KeyPathApplier: @unchecked Sendable {
+    // @unchecked Sendable: holds an immutable key path and a closure over metatypes.
+    let name: String
+    let apply: (SnapshotValue) throws -> SnapshotValue
+}

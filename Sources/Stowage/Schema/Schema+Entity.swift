@@ -1,0 +1,126 @@
+import Foundation
+import Synchronization
+
+extension Schema {
+    /// One model class as the schema sees it: its stored properties in declaration order,
+    /// and its indexes and uniqueness constraints.
+    public final class Entity: Sendable, CustomStringConvertible {
+        /// The entity's name: the class name, without its module or enclosing types.
+        public let name: String
+        /// Every stored property, attributes and relationships, in declaration order.
+        /// Snapshots hold their values in this order.
+        public let properties: [PropertyMetadata]
+        /// The attributes, in declaration order.
+        public var attributes: [PropertyMetadata] { properties.filter { !$0.isRelationship } }
+        /// The relationships, in declaration order.
+        public var relationships: [PropertyMetadata] { properties.filter(\.isRelationship) }
+        /// Property-name groups from `#Unique` and `@Attribute(.unique)`.
+        public let uniquenessConstraints: [[String]]
+        /// Property-name groups from `#Index`.
+        public let indices: [[String]]
+        /// The model class.
+        public let modelType: any PersistentModel.Type
+
+        let indexByName: [String: Int]
+        // Key paths are immutable values; the map is never mutated after init.
+        nonisolated(unsafe) let indexByKeyPath: [AnyKeyPath: Int]
+        private let inverseCache = Mutex<[Int: InverseInfo?]>([:])
+
+        /// The inverse of a relationship: the destination's property that points back.
+        struct InverseInfo: Sendable {
+            let entity: Entity
+            let property: PropertyMetadata
+        }
+
+        /// The inverse of the relationship at `index`: the one it declares, or the
+        /// destination relationship that declares this one as its inverse.
+        func inverse(ofPropertyAt index: Int) -> InverseInfo? {
+            if let cached = inverseCache.withLock({ $0[index] }) { return cached }
+            let property = properties[index]
+            var result: InverseInfo?
+            if let relationship = property.relationship, let destinationType = relationship.destinationType {
+                let destination = EntityRegistry.entity(for: destinationType)
+                if let declared = relationship.inverseKeyPath {
+                    result = destination.property(for: declared).map { InverseInfo(entity: destination, property: $0) }
+                } else if let inferred = destination.properties.first(where: {
+                    $0.relationship?.inverseKeyPath == property.keypath
+                }) {
+                    result = InverseInfo(entity: destination, property: inferred)
+                }
+            }
+            inverseCache.withLock { $0[index] = .some(result) }
+            return result
+        }
+
+        init(
+            name: String, modelType: any PersistentModel.Type, properties: [PropertyMetadata],
+            indices: [[AnyKeyPath]], uniqueness: [[AnyKeyPath]]
+        ) {
+            self.name = name
+            self.modelType = modelType
+            var props = properties
+            for i in props.indices { props[i].index = i }
+            self.properties = props
+            var byName: [String: Int] = [:]
+            var byKeyPath: [AnyKeyPath: Int] = [:]
+            for (i, p) in props.enumerated() {
+                byName[p.name] = i
+                byKeyPath[p.keypath] = i
+            }
+            self.indexByName = byName
+            self.indexByKeyPath = byKeyPath
+            func names(_ group: [AnyKeyPath]) -> [String] {
+                group.compactMap { kp in byKeyPath[kp].map { props[$0].name } }
+            }
+            var unique = uniqueness.map(names).filter { !$0.isEmpty }
+            for p in props where p.attribute?.options.contains(.unique) == true {
+                if !unique.contains([p.name]) { unique.append([p.name]) }
+            }
+            self.uniquenessConstraints = unique
+            self.indices = indices.map(names).filter { !$0.isEmpty }
+        }
+
+        /// The property called `name`.
+        /// - Complexity: O(1).
+        public func property(named name: String) -> PropertyMetadata? {
+            indexByName[name].map { properties[$0] }
+        }
+
+        /// The property a key path of the model class names.
+        /// - Complexity: O(1).
+        public func property(for keyPath: AnyKeyPath) -> PropertyMetadata? {
+            indexByKeyPath[keyPath].map { properties[$0] }
+        }
+
+        var fingerprint: String {
+            let props = properties.map { p in
+                "\(p.name):\(p.typeName)\(p.isOptional ? "?" : "")"
+                    + (p.relationship.map { "->\($0.destination)[\($0.isToOne ? "1" : "n")]" } ?? "")
+            }
+            return "\(name){\(props.joined(separator: ","))} unique\(uniquenessConstraints) index\(indices)"
+        }
+
+        public var description: String { "Entity(\(name))" }
+    }
+}
+
+/// Builds each model type's entity once and caches it.
+enum EntityRegistry {
+    private static let cache = Mutex<[ObjectIdentifier: Schema.Entity]>([:])
+
+    static func entity(for type: any PersistentModel.Type) -> Schema.Entity {
+        let key = ObjectIdentifier(type)
+        if let cached = cache.withLock({ $0[key] }) { return cached }
+        let entity = Schema.Entity(
+            name: type._stowageEntityName,
+            modelType: type,
+            properties: type.schemaMetadata,
+            indices: type._stowageIndexes,
+            uniqueness: type._stowageUniqueness)
+        return cache.withLock { cache in
+            if let raced = cache[key] { return raced }
+            cache[key] = entity
+            return entity
+        }
+    }
+}

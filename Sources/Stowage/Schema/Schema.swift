@@ -1,0 +1,104 @@
+import Foundation
+
+/// The entities a container stores: one per model class, with their properties,
+/// relationships, indexes and uniqueness constraints.
+///
+/// Build one from model types (`Schema([Trip.self, Item.self])`) or from a
+/// ``VersionedSchema``. A schema is immutable and `Sendable`.
+public final class Schema: Sendable, Hashable, CustomStringConvertible {
+    /// The schema's entities, in the order their types were given.
+    public let entities: [Entity]
+    /// The entities by name.
+    public let entitiesByName: [String: Entity]
+    /// The schema's version.
+    public let version: Version
+
+    /// Creates a schema for `types` and every model type reachable from them through
+    /// relationships.
+    public init(_ types: [any PersistentModel.Type], version: Version = Version(1, 0, 0)) {
+        var ordered: [Entity] = []
+        var seen: Set<ObjectIdentifier> = []
+        var pending = types
+        while !pending.isEmpty {
+            let type = pending.removeFirst()
+            guard seen.insert(ObjectIdentifier(type)).inserted else { continue }
+            let entity = EntityRegistry.entity(for: type)
+            ordered.append(entity)
+            for property in entity.properties {
+                if let destination = property.relationship?.destinationType {
+                    pending.append(destination)
+                }
+            }
+        }
+        self.entities = ordered
+        var byName: [String: Entity] = [:]
+        for entity in ordered where byName[entity.name] == nil {
+            byName[entity.name] = entity
+        }
+        self.entitiesByName = byName
+        self.version = version
+    }
+
+    /// Creates a schema for `types`.
+    public convenience init(_ types: any PersistentModel.Type..., version: Version = Version(1, 0, 0)) {
+        self.init(types, version: version)
+    }
+
+    /// Creates the schema that a versioned schema describes.
+    public convenience init(versionedSchema: any VersionedSchema.Type) {
+        self.init(versionedSchema.models, version: versionedSchema.versionIdentifier)
+    }
+
+    /// The entity for a model type, if the schema has it.
+    /// - Complexity: O(1).
+    public func entity<T: PersistentModel>(for type: T.Type) -> Entity? {
+        guard let entity = entitiesByName[EntityRegistry.entity(for: type).name],
+            entity.modelType == type
+        else { return nil }
+        return entity
+    }
+
+    func entity(forModelType type: any PersistentModel.Type) -> Entity? {
+        let name = EntityRegistry.entity(for: type).name
+        guard let entity = entitiesByName[name], entity.modelType == type else { return nil }
+        return entity
+    }
+
+    /// A stable, human-readable description of the schema's shape, used to detect
+    /// a schema that does not match a store.
+    public var fingerprint: String {
+        entities.sorted { $0.name < $1.name }.map(\.fingerprint).joined(separator: "\n")
+    }
+
+    public var description: String { "Schema(\(version)): " + entities.map(\.name).joined(separator: ", ") }
+
+    public static func == (lhs: Schema, rhs: Schema) -> Bool {
+        lhs === rhs || (lhs.version == rhs.version && lhs.fingerprint == rhs.fingerprint)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(version)
+        hasher.combine(entities.map(\.name))
+    }
+}
+
+extension Schema {
+    /// A schema version: major, minor and patch numbers.
+    public struct Version: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+        public let major: Int
+        public let minor: Int
+        public let patch: Int
+
+        public init(_ major: Int, _ minor: Int, _ patch: Int) {
+            self.major = major
+            self.minor = minor
+            self.patch = patch
+        }
+
+        public static func < (lhs: Version, rhs: Version) -> Bool {
+            (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
+        }
+
+        public var description: String { "\(major).\(minor).\(patch)" }
+    }
+}
