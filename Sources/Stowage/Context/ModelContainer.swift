@@ -11,7 +11,8 @@ public final class ModelContainer: Sendable {
     /// The configurations, in the order given.
     public let configurations: [any DataStoreConfiguration]
     /// The migration plan, if any.
-    public let migrationPlan: (any SchemaMigrationPlan.Type)?
+    // Metatypes are immutable; the plan is only read.
+    nonisolated(unsafe) public let migrationPlan: (any SchemaMigrationPlan.Type)?
     let stores: [any DataStore]
     let storeForEntity: [String: Int]
     @MainActor private var _mainContext: ModelContext?

@@ -104,6 +104,9 @@ extension ModelBackingData {
         other.context?.modelDidChange(model)
         if let context, other.context == nil, !other.isDeleted {
             context.insert(model)
+        } else if let otherContext = other.context, context == nil, !isDeleted {
+            // The owner joins the context of the model it now relates to.
+            otherContext.insert(owner)
         }
     }
 

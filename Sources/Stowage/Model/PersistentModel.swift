@@ -33,8 +33,11 @@ extension PersistentModel {
     /// The model's identifier: temporary until its first save, permanent after.
     public var persistentModelID: PersistentIdentifier { persistentBackingData.persistentModelID }
 
-    /// The context the model is registered in, or `nil` if it was never inserted or has
-    /// been deleted and saved.
+    /// The context the model is registered in, or `nil` if it was never inserted, has
+    /// been deleted and saved, or its context no longer exists.
+    ///
+    /// A model holds its context weakly, so that a context and its models never keep each
+    /// other alive; keep the context as long as you use its models' relationships.
     public var modelContext: ModelContext? { persistentBackingData.context }
 
     /// Whether the model has unsaved changes in its context.

@@ -19,7 +19,8 @@ extension Schema {
         /// Property-name groups from `#Index`.
         public let indices: [[String]]
         /// The model class.
-        public let modelType: any PersistentModel.Type
+        // A metatype is immutable; only its static members are called.
+        nonisolated(unsafe) public let modelType: any PersistentModel.Type
 
         let indexByName: [String: Int]
         // Key paths are immutable values; the map is never mutated after init.

@@ -1,0 +1,202 @@
+import SwiftDiagnostics
+import SwiftSyntax
+import SwiftSyntaxBuilder
+import SwiftSyntaxMacros
+
+/// `@Model`: turns a class into a persistent model.
+///
+/// - member: the backing data, the observation registrar, the entity name, the schema
+///   metadata and `init(backingData:)`;
+/// - memberAttribute: `@Stowage._PersistedProperty` on every persisted stored property;
+/// - extension: the `PersistentModel` and `Observable` conformances.
+public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
+
+    // MARK: member
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        providingMembersOf declaration: some DeclGroupSyntax,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [DeclSyntax] {
+        guard let classDecl = declaration.as(ClassDeclSyntax.self) else {
+            context.diagnose(nonClassDiagnostic(node, declaration))
+            return []
+        }
+
+        let members = collectPersistedMembers(classDecl.memberBlock.members, in: context)
+        let typeName = classDecl.name.trimmed.text
+        let entityName = classDecl.name.bareIdentifier
+
+        let metadataBody: String
+        if members.isEmpty {
+            metadataBody = "    []"
+        } else if !members.containsConditional {
+            let entries = members.lines { ["    " + metadataEntry(for: $0, root: typeName) + ","] }
+            metadataBody = (["    ["] + entries.map { "    " + $0 } + ["    ]"]).joined(separator: "\n")
+        } else {
+            // `#if` cannot appear inside an array literal, so build the array step by step.
+            let appends = members.lines { ["metadata.append(" + metadataEntry(for: $0, root: typeName) + ")"] }
+            metadataBody = (["var metadata: [Stowage.Schema.PropertyMetadata] = []"] + appends + ["return metadata"])
+                .map { "    " + $0 }
+                .joined(separator: "\n")
+        }
+        let metadata: DeclSyntax = """
+            public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
+            \(raw: metadataBody)
+            }
+            """
+
+        let storageLines = (["self._$backingData = backingData"]
+            + members.lines { ["self._\($0.name) = Stowage._StowagePersistedProperty()"] })
+            .map { "    " + $0 }
+            .joined(separator: "\n")
+
+        return [
+            """
+            @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: \(raw: typeName).self)
+            """,
+            """
+            public var persistentBackingData: Stowage.ModelBackingData {
+                get {
+                    _$backingData
+                }
+                set {
+                    _$backingData = newValue
+                }
+            }
+            """,
+            """
+            @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+            """,
+            """
+            public static var _stowageEntityName: String {
+                \(literal: entityName)
+            }
+            """,
+            metadata,
+            """
+            public required init(backingData: Stowage.ModelBackingData) {
+            \(raw: storageLines)
+            }
+            """,
+        ]
+    }
+
+    /// The persisted properties among `members`, keeping `#if` blocks around those
+    /// declared inside them; diagnoses the stored properties `@Model` cannot persist.
+    static func collectPersistedMembers(
+        _ members: MemberBlockItemListSyntax, in context: some MacroExpansionContext
+    ) -> [PersistedMember] {
+        var result: [PersistedMember] = []
+        for member in members {
+            if let ifConfig = member.decl.as(IfConfigDeclSyntax.self) {
+                let clauses = ifConfig.clauses.map { clause -> (String, [PersistedMember]) in
+                    var header = clause.poundKeyword.text
+                    if let condition = clause.condition { header += " " + condition.trimmedDescription }
+                    guard case .decls(let nested)? = clause.elements else { return (header, []) }
+                    return (header, collectPersistedMembers(nested, in: context))
+                }
+                if clauses.contains(where: { !$0.1.isEmpty }) {
+                    result.append(.conditional(clauses))
+                }
+                continue
+            }
+            switch classifyMember(member.decl) {
+            case .persisted(let property): result.append(.property(property))
+            case .untouched: break
+            case .unsupported(let diagnostic): context.diagnose(diagnostic)
+            }
+        }
+        return result
+    }
+
+    /// One `Stowage.Schema.PropertyMetadata` builder call.
+    static func metadataEntry(for property: PersistedProperty, root: String) -> String {
+        var arguments = ["\\\(root).\(property.identifier)", "name: \"\(property.name)\""]
+        if let initializer = property.initializer {
+            arguments.append("defaultValue: \(initializer.trimmedDescription)")
+        }
+        let builder: String
+        if let relationship = property.relationship {
+            builder = "_relationship"
+            arguments.append("relationship: Stowage.Schema.Relationship(\(relationship.argumentText))")
+        } else {
+            builder = "_property"
+            if let attribute = property.attribute {
+                arguments.append("attribute: Stowage.Schema.Attribute(\(attribute.argumentText))")
+            }
+        }
+        return "Stowage.Schema.PropertyMetadata.\(builder)(\(arguments.joined(separator: ", ")))"
+    }
+
+    /// "'@Model' can only be applied to a class", with a Fix-It for structs and actors.
+    static func nonClassDiagnostic(_ node: AttributeSyntax, _ declaration: some DeclGroupSyntax) -> Diagnostic {
+        let keyword: TokenSyntax?
+        if let structDecl = declaration.as(StructDeclSyntax.self) {
+            keyword = structDecl.structKeyword
+        } else if let actorDecl = declaration.as(ActorDeclSyntax.self) {
+            keyword = actorDecl.actorKeyword
+        } else {
+            keyword = nil
+        }
+        return Diagnostic(
+            node: node,
+            message: StowageDiagnostic.modelOnNonClass,
+            fixIts: keyword.map { [Diagnose.replacing($0, with: .class)] } ?? [])
+    }
+
+    // MARK: memberAttribute
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingAttributesFor member: some DeclSyntaxProtocol,
+        in context: some MacroExpansionContext
+    ) throws -> [AttributeSyntax] {
+        guard declaration.is(ClassDeclSyntax.self),
+            case .persisted = classifyMember(member),
+            let variable = member.as(VariableDeclSyntax.self),
+            variable.attributes.attribute(named: "_PersistedProperty") == nil
+        else {
+            return []
+        }
+        return ["@_PersistedProperty"]
+    }
+
+    // MARK: extension
+
+    public static func expansion(
+        of node: AttributeSyntax,
+        attachedTo declaration: some DeclGroupSyntax,
+        providingExtensionsOf type: some TypeSyntaxProtocol,
+        conformingTo protocols: [TypeSyntax],
+        in context: some MacroExpansionContext
+    ) throws -> [ExtensionDeclSyntax] {
+        guard declaration.is(ClassDeclSyntax.self) else { return [] }
+        let declared = Set(
+            (declaration.inheritanceClause?.inheritedTypes ?? []).map { simpleTypeName($0.type) })
+        return try protocols
+            .filter { !declared.contains(simpleTypeName($0)) }
+            .map { proto in
+                try ExtensionDeclSyntax("extension \(type.trimmed): \(raw: qualifiedProtocol(proto)) {}")
+            }
+    }
+
+    /// `Stowage.PersistentModel` for `PersistentModel`, `Observation.Observable` for
+    /// `Observable`; anything already qualified stays as written.
+    static func qualifiedProtocol(_ type: TypeSyntax) -> String {
+        guard let identifier = type.as(IdentifierTypeSyntax.self) else { return type.trimmedDescription }
+        switch identifier.name.text {
+        case "PersistentModel": return "Stowage.PersistentModel"
+        case "Observable": return "Observation.Observable"
+        default: return type.trimmedDescription
+        }
+    }
+
+    static func simpleTypeName(_ type: TypeSyntax) -> String {
+        if let member = type.as(MemberTypeSyntax.self) { return member.name.text }
+        if let identifier = type.as(IdentifierTypeSyntax.self) { return identifier.name.text }
+        return type.trimmedDescription
+    }
+}

@@ -1,0 +1,471 @@
+import Testing
+
+@Suite("@Model expansion")
+struct ModelMacroTests {
+    @Test("The Item example expands to accessors, storage, metadata and conformances")
+    func itemExample() {
+        assertExpansion(
+            #"""
+            @Model final class Item {
+                @Attribute(.unique) var name: String
+                var isPacked = false
+                var note: String? = nil
+                @Relationship(deleteRule: .cascade, inverse: \Tag.item) var tags: [Tag] = []
+                var trip: Trip?
+                @Transient var isSelected = false
+                var computed: Int { 3 }          // computed: untouched
+                static var categories = ["a"]   // static: untouched
+                #Index<Item>([\.name], [\.isPacked, \.name])
+                #Unique<Item>([\.name, \.note])
+                init(name: String) { self.name = name }
+            }
+            """#,
+            expanded: #"""
+            final class Item {
+                var name: String {
+                    @storageRestrictions(accesses: _$backingData, initializes: _name)
+                    init(initialValue) {
+                        _$backingData.setInitialValue(initialValue, forKey: "name")
+                        _name = Stowage._StowagePersistedProperty()
+                    }
+                    get {
+                        _$observationRegistrar.access(self, keyPath: \.name)
+                        return self.getValue(forKey: \.name)
+                    }
+                    set {
+                        _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                            self.setValue(forKey: \.name, to: newValue)
+                        }
+                    }
+                }
+
+                @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
+                var isPacked {
+                    @storageRestrictions(accesses: _$backingData, initializes: _isPacked)
+                    init(initialValue) {
+                        _$backingData.setInitialValue(initialValue, forKey: "isPacked")
+                        _isPacked = Stowage._StowagePersistedProperty()
+                    }
+                    get {
+                        _$observationRegistrar.access(self, keyPath: \.isPacked)
+                        return self.getValue(forKey: \.isPacked)
+                    }
+                    set {
+                        _$observationRegistrar.withMutation(of: self, keyPath: \.isPacked) {
+                            self.setValue(forKey: \.isPacked, to: newValue)
+                        }
+                    }
+                }
+
+                @Stowage._StowageIgnored private var _isPacked: Stowage._StowagePersistedProperty
+                var note: String? {
+                    @storageRestrictions(accesses: _$backingData, initializes: _note)
+                    init(initialValue) {
+                        _$backingData.setInitialValue(initialValue, forKey: "note")
+                        _note = Stowage._StowagePersistedProperty()
+                    }
+                    get {
+                        _$observationRegistrar.access(self, keyPath: \.note)
+                        return self.getValue(forKey: \.note)
+                    }
+                    set {
+                        _$observationRegistrar.withMutation(of: self, keyPath: \.note) {
+                            self.setValue(forKey: \.note, to: newValue)
+                        }
+                    }
+                }
+
+                @Stowage._StowageIgnored private var _note: Stowage._StowagePersistedProperty
+                var tags: [Tag] {
+                    @storageRestrictions(accesses: _$backingData, initializes: _tags)
+                    init(initialValue) {
+                        _$backingData.setInitialValue(initialValue, forKey: "tags")
+                        _tags = Stowage._StowagePersistedProperty()
+                    }
+                    get {
+                        _$observationRegistrar.access(self, keyPath: \.tags)
+                        return self.getValue(forKey: \.tags)
+                    }
+                    set {
+                        _$observationRegistrar.withMutation(of: self, keyPath: \.tags) {
+                            self.setValue(forKey: \.tags, to: newValue)
+                        }
+                    }
+                }
+
+                @Stowage._StowageIgnored private var _tags: Stowage._StowagePersistedProperty
+                var trip: Trip? {
+                    @storageRestrictions(accesses: _$backingData, initializes: _trip)
+                    init(initialValue) {
+                        _$backingData.setInitialValue(initialValue, forKey: "trip")
+                        _trip = Stowage._StowagePersistedProperty()
+                    }
+                    get {
+                        _$observationRegistrar.access(self, keyPath: \.trip)
+                        return self.getValue(forKey: \.trip)
+                    }
+                    set {
+                        _$observationRegistrar.withMutation(of: self, keyPath: \.trip) {
+                            self.setValue(forKey: \.trip, to: newValue)
+                        }
+                    }
+                }
+
+                @Stowage._StowageIgnored private var _trip: Stowage._StowagePersistedProperty
+                var isSelected = false
+                var computed: Int { 3 }          // computed: untouched
+                static var categories = ["a"]   // static: untouched
+                public static var _stowageIndexes: [[AnyKeyPath]] {
+                    Stowage._stowageKeyPathGroups(Item.self, [[\.name], [\.isPacked, \.name]])
+                }
+                public static var _stowageUniqueness: [[AnyKeyPath]] {
+                    Stowage._stowageKeyPathGroups(Item.self, [[\.name, \.note]])
+                }
+                init(name: String) { self.name = name }
+
+                @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Item.self)
+
+                public var persistentBackingData: Stowage.ModelBackingData {
+                    get {
+                        _$backingData
+                    }
+                    set {
+                        _$backingData = newValue
+                    }
+                }
+
+                @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                public static var _stowageEntityName: String {
+                    "Item"
+                }
+
+                public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
+                    [
+                        Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name", attribute: Stowage.Schema.Attribute(.unique)),
+                        Stowage.Schema.PropertyMetadata._property(\Item.isPacked, name: "isPacked", defaultValue: false),
+                        Stowage.Schema.PropertyMetadata._property(\Item.note, name: "note", defaultValue: nil),
+                        Stowage.Schema.PropertyMetadata._relationship(\Item.tags, name: "tags", defaultValue: [], relationship: Stowage.Schema.Relationship(deleteRule: .cascade, inverse: \Tag.item)),
+                        Stowage.Schema.PropertyMetadata._property(\Item.trip, name: "trip"),
+                    ]
+                }
+
+                public required init(backingData: Stowage.ModelBackingData) {
+                    self._$backingData = backingData
+                    self._name = Stowage._StowagePersistedProperty()
+                    self._isPacked = Stowage._StowagePersistedProperty()
+                    self._note = Stowage._StowagePersistedProperty()
+                    self._tags = Stowage._StowagePersistedProperty()
+                    self._trip = Stowage._StowagePersistedProperty()
+                }
+            }
+
+            extension Item: Stowage.PersistentModel {
+            }
+
+            extension Item: Observation.Observable {
+            }
+            """#)
+    }
+
+    @Test("A class nested in an enum keeps its own name for the entity and key paths")
+    func nestedInEnum() {
+        assertExpansion(
+            #"""
+            enum SchemaV1 {
+                @Model
+                final class Item {
+                    var name: String
+                    init(name: String) { self.name = name }
+                }
+            }
+            """#,
+            expanded: #"""
+            enum SchemaV1 {
+                final class Item {
+                    var name: String {
+                        @storageRestrictions(accesses: _$backingData, initializes: _name)
+                        init(initialValue) {
+                            _$backingData.setInitialValue(initialValue, forKey: "name")
+                            _name = Stowage._StowagePersistedProperty()
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \.name)
+                            return self.getValue(forKey: \.name)
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                                self.setValue(forKey: \.name, to: newValue)
+                            }
+                        }
+                    }
+
+                    @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
+                    init(name: String) { self.name = name }
+
+                    @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Item.self)
+
+                    public var persistentBackingData: Stowage.ModelBackingData {
+                        get {
+                            _$backingData
+                        }
+                        set {
+                            _$backingData = newValue
+                        }
+                    }
+
+                    @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                    public static var _stowageEntityName: String {
+                        "Item"
+                    }
+
+                    public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
+                        [
+                            Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name"),
+                        ]
+                    }
+
+                    public required init(backingData: Stowage.ModelBackingData) {
+                        self._$backingData = backingData
+                        self._name = Stowage._StowagePersistedProperty()
+                    }
+                }
+            }
+
+            extension SchemaV1.Item: Stowage.PersistentModel {
+            }
+
+            extension SchemaV1.Item: Observation.Observable {
+            }
+            """#)
+    }
+
+    @Test("A class with no persisted properties gets empty metadata")
+    func noPersistedProperties() {
+        assertExpansion(
+            #"""
+            @Model final class Settings {
+                @Transient var isDirty = false
+                var computed: Int { 3 }
+                init() {}
+            }
+            """#,
+            expanded: #"""
+            final class Settings {
+                var isDirty = false
+                var computed: Int { 3 }
+                init() {}
+
+                @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Settings.self)
+
+                public var persistentBackingData: Stowage.ModelBackingData {
+                    get {
+                        _$backingData
+                    }
+                    set {
+                        _$backingData = newValue
+                    }
+                }
+
+                @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                public static var _stowageEntityName: String {
+                    "Settings"
+                }
+
+                public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
+                    []
+                }
+
+                public required init(backingData: Stowage.ModelBackingData) {
+                    self._$backingData = backingData
+                }
+            }
+
+            extension Settings: Stowage.PersistentModel {
+            }
+
+            extension Settings: Observation.Observable {
+            }
+            """#)
+    }
+
+    @Test("@Attribute and @Relationship arguments are copied verbatim into the metadata")
+    func attributeAndRelationshipArguments() {
+        let result = expand(
+            #"""
+            @Model final class Photo {
+                @Attribute(.externalStorage, .unique, originalName: "data", hashModifier: "v2") var data: Data
+                @Attribute var plain: String = "x"
+                @Attribute() var empty: Int
+                @Attribute(.transformable(by: ColorTransformer.self)) var color: Color
+                @Relationship(.unique, deleteRule: .deny, minimumModelCount: 1, maximumModelCount: 3, originalName: "albums", inverse: \Album.photos, hashModifier: "h") var albums: [Album] = []
+                @Relationship var owner: Person?
+                @Stowage.Relationship(deleteRule: .cascade) var parts: [Part]? = nil
+            }
+            """#)
+        #expect(result.diagnostics.isEmpty)
+        #expect(
+            metadataLines(result.source) == [
+                #"Stowage.Schema.PropertyMetadata._property(\Photo.data, name: "data", attribute: Stowage.Schema.Attribute(.externalStorage, .unique, originalName: "data", hashModifier: "v2")),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Photo.plain, name: "plain", defaultValue: "x", attribute: Stowage.Schema.Attribute()),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Photo.empty, name: "empty", attribute: Stowage.Schema.Attribute()),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Photo.color, name: "color", attribute: Stowage.Schema.Attribute(.transformable(by: ColorTransformer.self))),"#,
+                #"Stowage.Schema.PropertyMetadata._relationship(\Photo.albums, name: "albums", defaultValue: [], relationship: Stowage.Schema.Relationship(.unique, deleteRule: .deny, minimumModelCount: 1, maximumModelCount: 3, originalName: "albums", inverse: \Album.photos, hashModifier: "h")),"#,
+                #"Stowage.Schema.PropertyMetadata._relationship(\Photo.owner, name: "owner", relationship: Stowage.Schema.Relationship()),"#,
+                #"Stowage.Schema.PropertyMetadata._relationship(\Photo.parts, name: "parts", defaultValue: nil, relationship: Stowage.Schema.Relationship(deleteRule: .cascade)),"#,
+            ])
+    }
+
+    @Test("Default values are passed as written; escaped names keep their backticks in code only")
+    func defaultValues() {
+        let result = expand(
+            #"""
+            @Model final class Entry {
+                var `default`: Bool = true
+                var created: Date = .now
+                var kind = Kind.small
+                var scores: [Int] = [1, 2, 3]
+                var title = "Untitled"
+                var ratio: Double = 0.5
+                var lookup: [String: Int] = [:]
+                var required: Int
+            }
+            """#)
+        #expect(result.diagnostics.isEmpty)
+        #expect(
+            metadataLines(result.source) == [
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.`default`, name: "default", defaultValue: true),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.created, name: "created", defaultValue: .now),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.kind, name: "kind", defaultValue: Kind.small),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.scores, name: "scores", defaultValue: [1, 2, 3]),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.title, name: "title", defaultValue: "Untitled"),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.ratio, name: "ratio", defaultValue: 0.5),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.lookup, name: "lookup", defaultValue: [:]),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.required, name: "required"),"#,
+            ])
+        #expect(result.source.contains("self._default = Stowage._StowagePersistedProperty()"))
+        #expect(result.source.contains("@Stowage._StowageIgnored private var _default: Stowage._StowagePersistedProperty"))
+        #expect(result.source.contains(#"self.getValue(forKey: \.`default`)"#))
+    }
+
+    @Test("Static, class, lazy, computed, transient and ignored properties are left alone")
+    func untouchedMembers() {
+        let result = expand(
+            #"""
+            @Model final class Box {
+                var kept = 0
+                static var shared = Box()
+                class var kind: String { "box" }
+                lazy var cache = 0
+                var both: Int { get { 1 } set { } }
+                var getter: Int { get { 1 } }
+                @Transient var scratch = 0
+                @_StowageIgnored var ignored = 0
+                func method() {}
+                struct Nested { var x = 0 }
+            }
+            """#)
+        #expect(result.diagnostics.isEmpty)
+        #expect(metadataLines(result.source) == [
+            #"Stowage.Schema.PropertyMetadata._property(\Box.kept, name: "kept", defaultValue: 0),"#
+        ])
+        #expect(result.source.contains("static var shared = Box()"))
+        #expect(result.source.contains("lazy var cache = 0"))
+        #expect(result.source.contains("var scratch = 0"))
+        #expect(result.source.contains("var ignored = 0"))
+        #expect(result.source.contains("struct Nested { var x = 0"))
+        #expect(!result.source.contains("_x"))
+        #expect(!result.source.contains("_scratch"))
+        #expect(!result.source.contains("_cache"))
+    }
+
+    @Test("Conformances the class already declares are not added again")
+    func existingConformance() {
+        let result = expand(
+            #"""
+            @Model final class Item: Stowage.PersistentModel {
+                var name = ""
+            }
+            """#)
+        #expect(!result.source.contains("extension Item: Stowage.PersistentModel"))
+        #expect(result.source.contains("extension Item: Observation.Observable {\n}"))
+    }
+
+    @Test("A non-final class gets the same members")
+    func nonFinalClass() {
+        let result = expand(
+            #"""
+            @Model public class Note {
+                public var body = ""
+            }
+            """#)
+        #expect(result.diagnostics.isEmpty)
+        #expect(result.source.contains("public required init(backingData: Stowage.ModelBackingData) {"))
+        #expect(metadataLines(result.source) == [
+            #"Stowage.Schema.PropertyMetadata._property(\Note.body, name: "body", defaultValue: ""),"#
+        ])
+    }
+}
+
+/// The entries of the `schemaMetadata` array in an expansion, trimmed.
+func metadataLines(_ source: String) -> [String] {
+    source.split(separator: "\n")
+        .map { $0.drop(while: { $0 == " " }) }
+        .filter { $0.hasPrefix("Stowage.Schema.PropertyMetadata.") }
+        .map(String.init)
+}
+
+@Suite("@Model with #if blocks")
+struct ConditionalMemberTests {
+    @Test("Persisted properties inside #if get matching #if blocks in the metadata and init")
+    func conditionalMembers() {
+        let result = expand(
+            #"""
+            @Model final class Item {
+                var name = ""
+                #if os(Linux)
+                var linuxNote: String
+                #elseif DEBUG
+                var debugNote = ""
+                #else
+                @Transient var other = 0
+                #endif
+                #if false
+                func unrelated() {}
+                #endif
+            }
+            """#)
+        #expect(result.diagnostics.isEmpty)
+        #expect(
+            result.source.contains(
+                #"""
+                    public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
+                        var metadata: [Stowage.Schema.PropertyMetadata] = []
+                        metadata.append(Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name", defaultValue: ""))
+                        #if os(Linux)
+                        metadata.append(Stowage.Schema.PropertyMetadata._property(\Item.linuxNote, name: "linuxNote"))
+                        #elseif DEBUG
+                        metadata.append(Stowage.Schema.PropertyMetadata._property(\Item.debugNote, name: "debugNote", defaultValue: ""))
+                        #else
+                        #endif
+                        return metadata
+                    }
+                """#))
+        #expect(
+            result.source.contains(
+                #"""
+                    public required init(backingData: Stowage.ModelBackingData) {
+                        self._$backingData = backingData
+                        self._name = Stowage._StowagePersistedProperty()
+                        #if os(Linux)
+                        self._linuxNote = Stowage._StowagePersistedProperty()
+                        #elseif DEBUG
+                        self._debugNote = Stowage._StowagePersistedProperty()
+                        #else
+                        #endif
+                    }
+                """#))
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Stowage
+
+/// Makes a fresh container over one kind of store, for the conformance suite.
+public struct StoreFactory: Sendable, CustomStringConvertible {
+    public let name: String
+    public let make: @Sendable (Schema) throws -> ModelContainer
+
+    public init(name: String, make: @escaping @Sendable (Schema) throws -> ModelContainer) {
+        self.name = name
+        self.make = make
+    }
+
+    public var description: String { name }
+
+    /// A container for every test model.
+    public func container() throws -> ModelContainer {
+        try make(Schema(allTestModels))
+    }
+
+    /// The in-memory store.
+    public static let memory = StoreFactory(name: "MemoryStore") { schema in
+        try ModelContainer(for: schema, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    }
+
+    /// Every store the conformance suite runs against.
+    public static let all: [StoreFactory] = [.memory]
+}
+
+/// A small deterministic random generator (SplitMix64), so failures can be replayed
+/// from the seed they print.
+public struct SeededRandom: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public let seed: UInt64
+
+    public init(seed: UInt64) {
+        self.seed = seed
+        self.state = seed
+    }
+
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

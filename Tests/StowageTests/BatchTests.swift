@@ -1,0 +1,73 @@
+import Foundation
+@_spi(Testing) import Stowage
+import StowageTestSupport
+import Testing
+
+@Suite("Batched fetching and enumeration")
+struct BatchTests {
+    func filled(_ count: Int) throws -> ModelContainer {
+        let container = try memoryContainer()
+        let context = ModelContext(container)
+        for i in 0..<count { context.insert(Item(name: "item\(i)", weight: Double(i))) }
+        try context.save()
+        return container
+    }
+
+    @Test func fetchWithBatchSizeIsLazyAndComplete() throws {
+        let context = ModelContext(try filled(250))
+        let results = try context.fetch(
+            FetchDescriptor<Item>(sortBy: [SortDescriptor(\.weight, order: .reverse)]), batchSize: 40)
+        #expect(results.count == 250)
+        #expect(results.first?.name == "item249")
+        #expect(results.map(\.weight) == (0..<250).reversed().map(Double.init))
+    }
+
+    @Test func fetchWithBatchSizeRefusesPendingChanges() throws {
+        let context = ModelContext(try filled(3))
+        context.insert(Item(name: "pending"))
+        #expect(throws: SwiftDataError.includePendingChangesWithBatchSize) {
+            _ = try context.fetch(FetchDescriptor<Item>(), batchSize: 2)
+        }
+        var descriptor = FetchDescriptor<Item>()
+        descriptor.includePendingChanges = false
+        #expect(try context.fetch(descriptor, batchSize: 2).count == 3)
+    }
+
+    @Test func enumerateKeepsMemoryFlat() throws {
+        let context = ModelContext(try filled(1000))
+        var seen = 0
+        var total = 0.0
+        try context.enumerate(FetchDescriptor<Item>(), batchSize: 100) { item in
+            seen += 1
+            total += item.weight
+        }
+        #expect(seen == 1000)
+        #expect(total == Double((0..<1000).reduce(0, +)))
+        // Objects from finished batches are released from the identity map.
+        let registered = (try? context.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.weight < 0 }))) ?? []
+        #expect(registered.isEmpty)
+        #expect(context.registeredModelCount <= 100)
+    }
+
+    @Test func enumerateRefusesEscapingMutationsUnlessAllowed() throws {
+        let context = ModelContext(try filled(10))
+        #expect(throws: SwiftDataError.escapingMutationsInEnumeration) {
+            try context.enumerate(FetchDescriptor<Item>(), batchSize: 5) { $0.isPacked = true }
+        }
+        context.rollback()
+        try context.enumerate(FetchDescriptor<Item>(), batchSize: 5, allowEscapingMutations: true) { $0.isPacked = true }
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<Item>(predicate: #Predicate { $0.isPacked })) == 10)
+    }
+
+    @Test func deleteWhereDeletesMatchingModels() throws {
+        let container = try filled(20)
+        let context = ModelContext(container)
+        try context.delete(model: Item.self, where: #Predicate { $0.weight >= 15 })
+        try context.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Item>()) == 15)
+        try context.delete(model: Item.self)
+        try context.save()
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Item>()) == 0)
+    }
+}

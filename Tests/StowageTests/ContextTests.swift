@@ -1,0 +1,164 @@
+import Foundation
+@_spi(Testing) import Stowage
+import StowageTestSupport
+import Testing
+
+func memoryContainer() throws -> ModelContainer {
+    try StoreFactory.memory.container()
+}
+
+@Suite("ModelContext semantics")
+struct ContextTests {
+    @Test func hasChangesTracksInsertsChangesAndDeletes() throws {
+        let context = ModelContext(try memoryContainer())
+        #expect(!context.hasChanges)
+        let trip = Trip(name: "Lisbon")
+        context.insert(trip)
+        #expect(context.hasChanges)
+        #expect(context.insertedModelsArray.count == 1)
+        try context.save()
+        #expect(!context.hasChanges)
+        trip.budget = 10
+        #expect(context.hasChanges)
+        #expect(context.changedModelsArray.map(\.persistentModelID) == [trip.persistentModelID])
+        #expect(trip.hasChanges)
+        try context.save()
+        context.delete(trip)
+        #expect(context.deletedModelsArray.count == 1)
+        #expect(trip.isDeleted)
+        try context.save()
+        #expect(!context.hasChanges)
+        #expect(trip.modelContext == nil)
+    }
+
+    @Test func transientPropertiesAreNotStored() throws {
+        let container = try memoryContainer()
+        let context = ModelContext(container)
+        let trip = Trip(name: "T")
+        trip.isSelected = true
+        context.insert(trip)
+        try context.save()
+        let other = try #require(try ModelContext(container).fetch(FetchDescriptor<Trip>()).first)
+        #expect(other.isSelected == false)
+        #expect(!Trip.schemaMetadata.contains { $0.name == "isSelected" })
+    }
+
+    @Test func rollbackRestoresSavedValues() throws {
+        let context = ModelContext(try memoryContainer())
+        let trip = Trip(name: "Before")
+        context.insert(trip)
+        try context.save()
+        trip.name = "After"
+        let unsaved = Trip(name: "Unsaved")
+        context.insert(unsaved)
+        context.rollback()
+        #expect(trip.name == "Before")
+        #expect(!context.hasChanges)
+        #expect(try context.fetch(FetchDescriptor<Trip>()).map(\.name) == ["Before"])
+    }
+
+    @Test func identityMapGivesOneObjectPerIdentifier() throws {
+        let context = ModelContext(try memoryContainer())
+        let trip = Trip(name: "Same")
+        context.insert(trip)
+        try context.save()
+        let a = try context.fetch(FetchDescriptor<Trip>()).first
+        let b = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Same" })).first
+        #expect(a === trip && b === trip)
+        #expect(context.registeredModel(for: trip.persistentModelID) as Trip? === trip)
+        #expect(context.model(for: trip.persistentModelID) as? Trip === trip)
+    }
+
+    @Test func twoContextsSeeEachOthersChangesOnlyAfterSave() throws {
+        let container = try memoryContainer()
+        let a = ModelContext(container)
+        let b = ModelContext(container)
+        let trip = Trip(name: "Shared")
+        a.insert(trip)
+        #expect(try b.fetchCount(FetchDescriptor<Trip>()) == 0)
+        try a.save()
+        let seen = try #require(try b.fetch(FetchDescriptor<Trip>()).first)
+        #expect(seen !== trip)
+        trip.budget = 99
+        #expect(try b.fetch(FetchDescriptor<Trip>()).first?.budget == 0)
+        try a.save()
+        #expect(try b.fetch(FetchDescriptor<Trip>()).first?.budget == 99)
+        #expect(seen.budget == 99)
+    }
+
+    @Test func pendingChangesAreVisibleToFetchByDefault() throws {
+        let context = ModelContext(try memoryContainer())
+        let saved = Trip(name: "Saved")
+        context.insert(saved)
+        try context.save()
+        context.insert(Trip(name: "Pending"))
+        saved.name = "Renamed"
+        var descriptor = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)])
+        #expect(try context.fetch(descriptor).map(\.name) == ["Pending", "Renamed"])
+        #expect(try context.fetchCount(FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Saved" })) == 0)
+        descriptor.includePendingChanges = false
+        #expect(try context.fetch(descriptor).map(\.name) == ["Renamed"])
+        context.delete(saved)
+        #expect(try context.fetch(FetchDescriptor<Trip>()).map(\.name) == ["Pending"])
+    }
+
+    @Test func transactionSavesOrRollsBack() throws {
+        let context = ModelContext(try memoryContainer())
+        try context.transaction { context.insert(Trip(name: "In")) }
+        #expect(!context.hasChanges)
+        struct Stop: Error {}
+        #expect(throws: Stop.self) {
+            try context.transaction {
+                context.insert(Trip(name: "Out"))
+                throw Stop()
+            }
+        }
+        #expect(try context.fetch(FetchDescriptor<Trip>()).map(\.name) == ["In"])
+    }
+
+    @Test func notificationsAreSentAroundSave() throws {
+        let context = ModelContext(try memoryContainer())
+        nonisolated(unsafe) var events: [String] = []
+        nonisolated(unsafe) var inserted: [PersistentIdentifier] = []
+        let center = NotificationCenter.default
+        let will = center.addObserver(forName: ModelContext.willSave, object: context, queue: nil) { _ in
+            events.append("will")
+        }
+        let did = center.addObserver(forName: ModelContext.didSave, object: context, queue: nil) { note in
+            events.append("did")
+            inserted = note.userInfo?[ModelContext.NotificationKey.insertedIdentifiers.rawValue] as? [PersistentIdentifier] ?? []
+        }
+        defer {
+            center.removeObserver(will)
+            center.removeObserver(did)
+        }
+        let trip = Trip(name: "N")
+        context.insert(trip)
+        try context.save()
+        #expect(events == ["will", "did"])
+        #expect(inserted == [trip.persistentModelID])
+    }
+
+    @Test func modelsNestedInAVersionedSchemaWork() throws {
+        let container = try ModelContainer(
+            for: Schema(versionedSchema: SchemaV1.self), configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        #expect(container.schema.version == Schema.Version(1, 0, 0))
+        let context = ModelContext(container)
+        context.insert(SchemaV1.Note(text: "hello"))
+        try context.save()
+        #expect(try context.fetch(FetchDescriptor<SchemaV1.Note>()).map(\.text) == ["hello"])
+        #expect(container.schema.entitiesByName["Note"] != nil)
+    }
+
+    @Test func observationSeesPropertyChanges() throws {
+        let trip = Trip(name: "Observed")
+        nonisolated(unsafe) var changed = false
+        withObservationTracking {
+            _ = trip.name
+        } onChange: {
+            changed = true
+        }
+        trip.name = "Changed"
+        #expect(changed)
+    }
+}

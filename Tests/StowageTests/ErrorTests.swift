@@ -1,0 +1,66 @@
+import Foundation
+@_spi(Testing) import Stowage
+import StowageTestSupport
+import Testing
+
+@Suite("Clear errors for bad input")
+struct ErrorTests {
+    @Test func aModelTypeOutsideTheSchema() throws {
+        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        #expect(throws: SwiftDataError.unknownModelType) { _ = try context.fetch(FetchDescriptor<Person>()) }
+        context.insert(Person(email: "e", name: "n"))
+        #expect(throws: SwiftDataError.unknownModelType) { try context.save() }
+    }
+
+    @Test func aConfigurationSchemaThatDoesNotMatchTheContainer() throws {
+        let configuration = ModelConfiguration(schema: Schema([Person.self]), isStoredInMemoryOnly: true)
+        #expect(throws: SwiftDataError.configurationSchemaMismatch) {
+            _ = try ModelContainer(for: Schema([Folder.self]), configurations: configuration)
+        }
+    }
+
+    @Test func theOnDiskStoreIsRefusedClearlyUntilItExists() throws {
+        #expect(throws: DataStoreError.unsupportedFeature) {
+            _ = try ModelContainer(for: Trip.self)
+        }
+    }
+
+    @Test func aSortOnARelationshipIsRefused() throws {
+        let context = ModelContext(try memoryContainer())
+        #expect(throws: SwiftDataError.unsupportedSortDescriptor) {
+            _ = try context.fetch(FetchDescriptor<Item>(sortBy: [SortDescriptor(\.trip?.name)]))
+        }
+    }
+
+    @Test func aStoredValueOfTheWrongTypeIsAnErrorNotATrap() throws {
+        let container = try memoryContainer()
+        let store = try #require(container.storesForTesting.first)
+        let entity = try #require(container.schema.entitiesByName["Item"])
+        var values = entity.properties.map { _ in SnapshotValue.null }
+        values[entity.property(named: "name")!.index] = .int(3)
+        let bad = DefaultSnapshot(persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Item"), values: values)
+        _ = try store.save(DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
+        #expect(throws: SwiftDataError.modelValidationFailure) {
+            _ = try ModelContext(container).fetch(FetchDescriptor<Item>())
+        }
+    }
+
+    @Test func anIntegerThatDoesNotFitIsRefused() throws {
+        let container = try memoryContainer()
+        let store = try #require(container.storesForTesting.first)
+        let entity = try #require(container.schema.entitiesByName["Sample"])
+        let defaults = try ModelContext(container).snapshotForTesting(Sample())
+        var values = defaults.values
+        values[entity.property(named: "int8")!.index] = .int(300)
+        let bad = DefaultSnapshot(persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Sample"), values: values)
+        _ = try store.save(DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
+        do {
+            _ = try ModelContext(container).fetch(FetchDescriptor<Sample>())
+            Issue.record("fetch should have thrown")
+        } catch let error as SwiftDataError {
+            #expect(error.code == .modelValidationFailure)
+            #expect(error.message.contains("int8"))
+        }
+    }
+}

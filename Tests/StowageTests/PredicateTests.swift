@@ -1,0 +1,122 @@
+import Foundation
+@_spi(Testing) import Stowage
+import StowageTestSupport
+import Testing
+
+@Suite("Predicates")
+struct PredicateTests {
+    func seeded() throws -> ModelContext {
+        let context = ModelContext(try memoryContainer())
+        let lisbon = Trip(name: "Lisbon", destination: "Portugal", startDate: Date(timeIntervalSince1970: 100))
+        lisbon.budget = 1500
+        lisbon.place = Place(latitude: 38.7, longitude: -9.1)
+        let oslo = Trip(name: "Oslo", destination: "Norway", startDate: Date(timeIntervalSince1970: 200))
+        oslo.budget = 800
+        oslo.place = Place(latitude: 59.9, longitude: 10.7)
+        let home = Trip(name: "Home", destination: "", startDate: Date(timeIntervalSince1970: 50))
+        for trip in [lisbon, oslo, home] { context.insert(trip) }
+        lisbon.items = [
+            Item(name: "Passport", category: .documents, weight: 0.1),
+            Item(name: "Boots", category: .clothes, weight: 1.4),
+        ]
+        oslo.items = [Item(name: "Gloves", category: .clothes, weight: 0.2)]
+        context.insert(Item(name: "Stray Café", category: .gear, weight: 3))
+        try context.save()
+        return context
+    }
+
+    func names<T: PersistentModel>(_ context: ModelContext, _ predicate: Predicate<T>, _ name: KeyPath<T, String>) throws
+        -> Set<String>
+    {
+        Set(try context.fetch(FetchDescriptor(predicate: predicate)).map { $0[keyPath: name] })
+    }
+
+    @Test func comparisonsAndLogic() throws {
+        let c = try seeded()
+        #expect(try names(c, #Predicate<Item> { $0.weight > 1 }, \.name) == ["Boots", "Stray Café"])
+        #expect(try names(c, #Predicate<Item> { $0.weight > 1 && $0.name != "Boots" }, \.name) == ["Stray Café"])
+        #expect(try names(c, #Predicate<Item> { $0.weight < 0.15 || $0.weight >= 3 }, \.name) == ["Passport", "Stray Café"])
+        #expect(try names(c, #Predicate<Item> { !($0.weight > 0.15) }, \.name) == ["Passport"])
+    }
+
+    @Test func anEnumCapturedAsAConstant() throws {
+        let c = try seeded()
+        let documents = Category.documents
+        #expect(try names(c, #Predicate<Item> { $0.category == documents }, \.name) == ["Passport"])
+    }
+
+    @Test func aCodableStructCapturedWhole() throws {
+        let c = try seeded()
+        let target = Place(latitude: 59.9, longitude: 10.7)
+        #expect(try names(c, #Predicate<Trip> { $0.place == target }, \.name) == ["Oslo"])
+    }
+
+    @Test func fieldsOfACompositeAttribute() throws {
+        let c = try seeded()
+        #expect(try names(c, #Predicate<Trip> { ($0.place?.latitude ?? 0) > 50 }, \.name) == ["Oslo"])
+        #expect(try names(c, #Predicate<Trip> { $0.place == nil }, \.name) == ["Home"])
+    }
+
+    @Test func arithmeticAndTheTernary() throws {
+        let c = try seeded()
+        #expect(try names(c, #Predicate<Item> { $0.weight * 10 > 13 }, \.name) == ["Boots", "Stray Café"])
+        #expect(try names(c, #Predicate<Trip> { ($0.budget > 1000 ? $0.budget / 2 : $0.budget) > 760 }, \.name) == ["Oslo"])
+        #expect(try names(c, #Predicate<Item> { $0.quantity % 2 == 1 }, \.name).count == 4)
+    }
+
+    @Test func stringSearches() throws {
+        let c = try seeded()
+        #expect(try names(c, #Predicate<Trip> { $0.destination.contains("way") }, \.name) == ["Oslo"])
+        #expect(try names(c, #Predicate<Trip> { $0.name.starts(with: "Li") }, \.name) == ["Lisbon"])
+        #expect(try names(c, #Predicate<Trip> { $0.destination.isEmpty }, \.name) == ["Home"])
+        #expect(try names(c, #Predicate<Item> { $0.name.localizedStandardContains("CAFE") }, \.name) == ["Stray Café"])
+        let same = ComparisonResult.orderedSame
+        #expect(try names(c, #Predicate<Trip> { $0.name.caseInsensitiveCompare("OSLO") == same }, \.name) == ["Oslo"])
+    }
+
+    @Test func keyPathsThroughToOneRelationships() throws {
+        let c = try seeded()
+        #expect(try names(c, #Predicate<Item> { $0.trip?.name == "Lisbon" }, \.name) == ["Passport", "Boots"])
+        #expect(try names(c, #Predicate<Item> { $0.trip == nil }, \.name) == ["Stray Café"])
+        #expect(try names(c, #Predicate<Item> { $0.trip?.budget ?? 0 > 1000 }, \.name) == ["Passport", "Boots"])
+    }
+
+    @Test func collectionsOfRelatedModels() throws {
+        let c = try seeded()
+        #expect(try names(c, #Predicate<Trip> { $0.items.contains { $0.weight > 1 } }, \.name) == ["Lisbon"])
+        let clothes = Category.clothes
+        #expect(try names(c, #Predicate<Trip> { $0.items.allSatisfy { $0.category == clothes } }, \.name) == ["Oslo", "Home"])
+        #expect(try names(c, #Predicate<Trip> { $0.items.count == 2 }, \.name) == ["Lisbon"])
+        #expect(try names(c, #Predicate<Trip> { $0.items.isEmpty }, \.name) == ["Home"])
+        #expect(try names(c, #Predicate<Trip> { $0.items.filter { $0.weight < 1 }.count == 1 }, \.name) == ["Lisbon", "Oslo"])
+    }
+
+    @Test func identifiersInAPredicate() throws {
+        let c = try seeded()
+        let oslo = try #require(try c.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Oslo" })).first)
+        let id = oslo.persistentModelID
+        #expect(try names(c, #Predicate<Item> { $0.trip?.persistentModelID == id }, \.name) == ["Gloves"])
+        let ids = [id]
+        #expect(try names(c, #Predicate<Trip> { ids.contains($0.persistentModelID) }, \.name) == ["Oslo"])
+    }
+
+    @Test func aComputedPropertyIsAClearErrorNotACrash() throws {
+        let c = try seeded()
+        do {
+            _ = try c.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.isExpensive }))
+            Issue.record("fetch should have thrown")
+        } catch let error as SwiftDataError {
+            #expect(error.code == .unsupportedPredicate)
+            #expect(error.message.contains("isExpensive") || error.message.contains("Trip"))
+        }
+    }
+
+    @Test func rangesAndOptionals() throws {
+        let c = try seeded()
+        #expect(try names(c, #Predicate<Item> { (0.15...1.5).contains($0.weight) }, \.name) == ["Boots", "Gloves"])
+        let start = Date(timeIntervalSince1970: 60)
+        let end = Date(timeIntervalSince1970: 150)
+        #expect(try names(c, #Predicate<Trip> { $0.startDate > start && $0.startDate < end }, \.name) == ["Lisbon"])
+        #expect(try names(c, #Predicate<Item> { $0.note == nil }, \.name).count == 4)
+    }
+}
