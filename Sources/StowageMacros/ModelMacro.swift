@@ -114,8 +114,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     /// One `Stowage.Schema.PropertyMetadata` builder call.
     static func metadataEntry(for property: PersistedProperty, root: String) -> String {
         var arguments = ["\\\(root).\(property.identifier)", "name: \"\(property.name)\""]
-        if let initializer = property.initializer {
-            arguments.append("defaultValue: \(initializer.trimmedDescription)")
+        if let defaultValue = property.defaultValueArgument {
+            arguments.append("defaultValue: \(defaultValue)")
         }
         let builder: String
         if let relationship = property.relationship {

@@ -56,6 +56,8 @@ struct PersistedProperty {
     let identifier: String
     /// The name without backticks: use it in strings and derived names.
     let name: String
+    /// The declared type, if written.
+    let type: TypeSyntax?
     /// The initial value written in the declaration.
     let initializer: ExprSyntax?
     /// `@Attribute(...)`, if present.
@@ -132,6 +134,7 @@ func classifyMember(_ decl: some DeclSyntaxProtocol) -> MemberKind {
         PersistedProperty(
             identifier: pattern.identifier.trimmed.text,
             name: pattern.identifier.bareIdentifier,
+            type: binding.typeAnnotation?.type.trimmed,
             initializer: binding.initializer?.value.trimmed,
             attribute: variable.attributes.attribute(named: "Attribute"),
             relationship: variable.attributes.attribute(named: "Relationship")))
@@ -160,4 +163,37 @@ extension Array where Element == PersistedMember {
             }
         }
     }
+}
+
+extension PersistedProperty {
+    /// The initial value as an argument for `defaultValue:`, whose type is `Value?`.
+    ///
+    /// An implicit member such as `.none` would be looked up in `Optional` there, so an
+    /// initial value that uses one is coerced to the declared type:
+    /// `var reminder: Reminder = .none` gives `.none as Reminder`.
+    var defaultValueArgument: String? {
+        guard let initializer else { return nil }
+        guard let type, containsImplicitMember(Syntax(initializer)) else {
+            return initializer.trimmedDescription
+        }
+        var typeText = type.trimmedDescription
+        if let unwrapped = type.as(ImplicitlyUnwrappedOptionalTypeSyntax.self) {
+            typeText = unwrapped.wrappedType.trimmedDescription + "?"
+        }
+        let isPostfix = initializer.is(MemberAccessExprSyntax.self) || initializer.is(FunctionCallExprSyntax.self)
+        let value = isPostfix ? initializer.trimmedDescription : "(\(initializer.trimmedDescription))"
+        return "\(value) as \(typeText)"
+    }
+}
+
+/// Whether `node` uses an implicit member expression (`.name` without a base) outside
+/// any closure.
+private func containsImplicitMember(_ node: Syntax) -> Bool {
+    if let member = node.as(MemberAccessExprSyntax.self), member.base == nil {
+        return true
+    }
+    if node.is(ClosureExprSyntax.self) {
+        return false
+    }
+    return node.children(viewMode: .sourceAccurate).contains { containsImplicitMember($0) }
 }

@@ -318,7 +318,7 @@ struct ModelMacroTests {
             ])
     }
 
-    @Test("Default values are passed as written; escaped names keep their backticks in code only")
+    @Test("Default values are passed as written, implicit members coerced to the declared type")
     func defaultValues() {
         let result = expand(
             #"""
@@ -330,6 +330,12 @@ struct ModelMacroTests {
                 var title = "Untitled"
                 var ratio: Double = 0.5
                 var lookup: [String: Int] = [:]
+                var reminder: Reminder = .none
+                var status: Status = .make(1).next
+                var maybe: Status? = .some(.idle)
+                var legacy: Status! = flag ? .idle : .busy
+                var inferred = Status.idle
+                var wrapped: Box = Box(.idle)
                 var required: Int
             }
             """#)
@@ -337,12 +343,18 @@ struct ModelMacroTests {
         #expect(
             metadataLines(result.source) == [
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.`default`, name: "default", defaultValue: true),"#,
-                #"Stowage.Schema.PropertyMetadata._property(\Entry.created, name: "created", defaultValue: .now),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.created, name: "created", defaultValue: .now as Date),"#,
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.kind, name: "kind", defaultValue: Kind.small),"#,
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.scores, name: "scores", defaultValue: [1, 2, 3]),"#,
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.title, name: "title", defaultValue: "Untitled"),"#,
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.ratio, name: "ratio", defaultValue: 0.5),"#,
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.lookup, name: "lookup", defaultValue: [:]),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.reminder, name: "reminder", defaultValue: .none as Reminder),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.status, name: "status", defaultValue: .make(1).next as Status),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.maybe, name: "maybe", defaultValue: .some(.idle) as Status?),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.legacy, name: "legacy", defaultValue: (flag ? .idle : .busy) as Status?),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.inferred, name: "inferred", defaultValue: Status.idle),"#,
+                #"Stowage.Schema.PropertyMetadata._property(\Entry.wrapped, name: "wrapped", defaultValue: Box(.idle) as Box),"#,
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.required, name: "required"),"#,
             ])
         #expect(result.source.contains("self._default = Stowage._StowagePersistedProperty()"))

@@ -154,7 +154,31 @@ public enum SchemaV1: VersionedSchema {
     }
 }
 
+/// The lesson's trip with a one-way relationship and the default delete rule.
+@Model
+public final class Outing {
+    public var city: String
+    @Relationship public var stops: [Stop] = []
+    public init(city: String) { self.city = city }
+}
+
+/// The same with `.cascade`.
+@Model
+public final class Expedition {
+    public var city: String
+    @Relationship(deleteRule: .cascade) public var stops: [Stop] = []
+    public init(city: String) { self.city = city }
+}
+
+/// A model that does not point back at its owner.
+@Model
+public final class Stop {
+    public var name: String
+    public init(name: String) { self.name = name }
+}
+
 /// Every model the tests use.
-public let allTestModels: [any PersistentModel.Type] = [
+nonisolated(unsafe) public let allTestModels: [any PersistentModel.Type] = [
     Trip.self, Item.self, Badge.self, Person.self, Folder.self, Document.self, Sample.self, SchemaV1.Note.self,
+    Outing.self, Expedition.self, Stop.self,
 ]

@@ -130,4 +130,38 @@ struct RelationshipTests {
         try context.save()
         #expect(try context.fetchCount(FetchDescriptor<Trip>()) == 0)
     }
+
+    @Test func oneWayRelationshipWithTheDefaultRuleLeavesItemsBehind() throws {
+        let context = ModelContext(try memoryContainer())
+        let outing = Outing(city: "Seattle")
+        context.insert(outing)
+        outing.stops = [Stop(name: "Passport"), Stop(name: "Boots")]
+        try context.save()
+        context.delete(outing)
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<Stop>()) == 2)
+    }
+
+    @Test func oneWayRelationshipWithCascadeDeletesItems() throws {
+        let context = ModelContext(try memoryContainer())
+        let expedition = Expedition(city: "Seattle")
+        context.insert(expedition)
+        expedition.stops = [Stop(name: "Passport"), Stop(name: "Boots")]
+        try context.save()
+        context.delete(expedition)
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<Stop>()) == 0)
+    }
+
+    @Test func aDanglingReferenceIsSkippedWhenRead() throws {
+        let context = ModelContext(try memoryContainer())
+        let outing = Outing(city: "Oslo")
+        context.insert(outing)
+        outing.stops = [Stop(name: "Museum"), Stop(name: "Fjord")]
+        try context.save()
+        let museum = try #require(outing.stops.first { $0.name == "Museum" })
+        context.delete(museum)
+        try context.save()
+        #expect(outing.stops.map(\.name) == ["Fjord"])
+    }
 }
