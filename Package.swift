@@ -43,7 +43,9 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "Stowage", targets: ["Stowage"]),
+        .library(name: "BTree", targets: ["BTree"]),
         .executable(name: "packing-list", targets: ["PackingList"]),
+        .executable(name: "btree-bench", targets: ["BTreeBench"]),
     ],
     targets: [
         .macro(
@@ -51,9 +53,11 @@ let package = Package(
             swiftSettings: swiftSyntaxSwiftSettings,
             linkerSettings: swiftSyntaxLinkerSettings
         ),
+        .target(name: "BTree"),
+        .target(name: "IndexKey"),
         .target(
             name: "Stowage",
-            dependencies: ["StowageMacros"]
+            dependencies: ["StowageMacros", "BTree", "IndexKey"]
         ),
         .target(
             name: "StowageTestSupport",
@@ -65,6 +69,13 @@ let package = Package(
             dependencies: ["Stowage"],
             path: "Examples/PackingList"
         ),
+        .executableTarget(
+            name: "BTreeBench",
+            dependencies: ["BTree", "IndexKey"],
+            path: "Benchmarks/BTreeBench"
+        ),
+        .testTarget(name: "BTreeTests", dependencies: ["BTree"]),
+        .testTarget(name: "IndexKeyTests", dependencies: ["IndexKey"]),
         .testTarget(
             name: "StowageTests",
             dependencies: ["Stowage", "StowageTestSupport"]

@@ -1,0 +1,111 @@
+extension BTree {
+    /// Builds a tree from elements in ascending key order, packing the nodes
+    /// bottom-up without any searching or splitting.
+    ///
+    /// Input that is not strictly ascending is accepted: it is sorted first
+    /// (stable), and for duplicate keys the last value wins, exactly as if the
+    /// elements had been inserted one by one with ``updateValue(_:forKey:)``.
+    ///
+    /// - Parameter fanout: Node size; defaults to ``_defaultFanout``.
+    /// - Complexity: O(n) for sorted input, O(n log n) otherwise.
+    @inlinable
+    public init<S: Sequence>(sortedElements elements: S, _fanout fanout: Int = Self._defaultFanout)
+    where S.Element == (Key, Value) {
+        self.init(_fanout: fanout)
+        var keys: [Key] = []
+        var values: [Value] = []
+        keys.reserveCapacity(elements.underestimatedCount)
+        values.reserveCapacity(elements.underestimatedCount)
+        var ascending = true
+        for (key, value) in elements {
+            if ascending, let previous = keys.last, !(previous < key) {
+                ascending = false
+            }
+            keys.append(key)
+            values.append(value)
+        }
+        if !ascending {
+            Self._sortKeepingLast(&keys, &values)
+        }
+        _bulkLoad(keys: keys, values: values)
+    }
+
+    /// Builds a tree from `(key:value:)` pairs in ascending key order, such as
+    /// the elements of another tree. See ``init(sortedElements:_fanout:)-(S,_)``.
+    ///
+    /// - Complexity: O(n) for sorted input, O(n log n) otherwise.
+    @inlinable
+    public init<S: Sequence>(sortedElements elements: S, _fanout fanout: Int = Self._defaultFanout)
+    where S.Element == Element {
+        self.init(sortedElements: elements.lazy.map { ($0.key, $0.value) }, _fanout: fanout)
+    }
+
+    /// Stable-sorts parallel key/value arrays by key and drops all but the last
+    /// value of each run of equal keys.
+    @inlinable
+    internal static func _sortKeepingLast(_ keys: inout [Key], _ values: inout [Value]) {
+        let order = keys.indices.sorted { a, b in
+            keys[a] < keys[b] || (!(keys[b] < keys[a]) && a < b)
+        }
+        var sortedKeys: [Key] = []
+        var sortedValues: [Value] = []
+        sortedKeys.reserveCapacity(keys.count)
+        sortedValues.reserveCapacity(keys.count)
+        for i in order {
+            if let previous = sortedKeys.last, previous == keys[i] {
+                sortedValues[sortedValues.count - 1] = values[i]
+            } else {
+                sortedKeys.append(keys[i])
+                sortedValues.append(values[i])
+            }
+        }
+        keys = sortedKeys
+        values = sortedValues
+    }
+
+    /// Replaces the contents with strictly ascending `keys`/`values`.
+    @inlinable
+    internal mutating func _bulkLoad(keys: [Key], values: [Value]) {
+        let n = keys.count
+        _count = n
+        guard n > 0 else {
+            _root = _Node(leafCapacity: _fanout)
+            return
+        }
+        // Leaves: as few as possible, sizes differing by at most one, which keeps
+        // every leaf at or above the minimum fill when there is more than one.
+        var level: [(node: _Node, minKey: Key)] = []
+        let leafCount = (n + _fanout - 1) / _fanout
+        level.reserveCapacity(leafCount)
+        var start = 0
+        for j in 0..<leafCount {
+            let size = n / leafCount + (j < n % leafCount ? 1 : 0)
+            let leaf = _Node(
+                leafKeys: Array(keys[start..<start + size]),
+                values: Array(values[start..<start + size]),
+                capacity: _fanout)
+            level.append((leaf, keys[start]))
+            start += size
+        }
+        // Internal levels, same distribution rule, until one root remains.
+        while level.count > 1 {
+            let groupCount = (level.count + _fanout - 1) / _fanout
+            var next: [(node: _Node, minKey: Key)] = []
+            next.reserveCapacity(groupCount)
+            var first = 0
+            for g in 0..<groupCount {
+                let size = level.count / groupCount + (g < level.count % groupCount ? 1 : 0)
+                let group = level[first..<first + size]
+                let node = _Node(
+                    separators: group.dropFirst().map { $0.minKey },
+                    children: group.map { $0.node },
+                    capacity: _fanout)
+                next.append((node, group[first].minKey))
+                first += size
+            }
+            level = next
+        }
+        _root = level[0].node
+        _debugCheckInvariants()
+    }
+}
