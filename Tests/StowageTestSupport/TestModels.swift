@@ -177,8 +177,27 @@ public final class Stop {
     public init(name: String) { self.name = name }
 }
 
+/// A chore with a compound index, for the planner's tests.
+@Model
+public final class Chore {
+    public var seq: Int
+    public var title: String
+    public var priority: Int
+    public var isCompleted: Bool
+    public var dueDate: Date?
+    #Index<Chore>([\.isCompleted, \.priority], [\.dueDate], [\.title], [\.priority])
+
+    public init(seq: Int, title: String, priority: Int, isCompleted: Bool, dueDate: Date?) {
+        self.seq = seq
+        self.title = title
+        self.priority = priority
+        self.isCompleted = isCompleted
+        self.dueDate = dueDate
+    }
+}
+
 /// Every model the tests use.
 nonisolated(unsafe) public let allTestModels: [any PersistentModel.Type] = [
     Trip.self, Item.self, Badge.self, Person.self, Folder.self, Document.self, Sample.self, SchemaV1.Note.self,
-    Outing.self, Expedition.self, Stop.self,
+    Outing.self, Expedition.self, Stop.self, Chore.self,
 ]

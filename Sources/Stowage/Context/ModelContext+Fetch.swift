@@ -41,6 +41,18 @@ extension ModelContext {
         return try store.fetchIdentifiers(request)
     }
 
+    /// How the store would answer a descriptor: the index it uses, the filter left on
+    /// snapshots, the order and the window, as one line, for example
+    /// `INDEX Trip(destination) EQ destination = "Lisbon"; FILTER budget > 100.0; LIMIT 20`.
+    ///
+    /// Stowage's addition: SwiftData has no way to see how a fetch is answered. Unsaved
+    /// changes are not part of the plan; they are merged after it runs.
+    /// - Throws: the errors of ``fetch(_:)``.
+    public func explain<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> String {
+        let (store, request) = try makeRequest(descriptor)
+        return try store.explain(request)
+    }
+
     /// Deletes every model of `model` that matches `predicate` (all of them when `nil`),
     /// at the next save. Delete rules apply as for ``delete(_:)``.
     /// - Throws: as ``fetch(_:)``.
@@ -108,11 +120,12 @@ extension ModelContext {
             merged.append(snapshot)
         }
         if !query.sort.isEmpty {
-            merged = merged.enumerated().sorted { a, b in
-                if query.areInIncreasingOrder(a.element, b.element) { return true }
-                if query.areInIncreasingOrder(b.element, a.element) { return false }
-                return a.offset < b.offset
-            }.map(\.element)
+            // Ties keep identifier order: saved records by primary key, then unsaved ones.
+            merged.sort { a, b in
+                if query.areInIncreasingOrder(a, b) { return true }
+                if query.areInIncreasingOrder(b, a) { return false }
+                return a.persistentIdentifier < b.persistentIdentifier
+            }
         }
         let start = min(query.offset, merged.count)
         let end = query.limit.map { Swift.min(merged.count, start + $0) } ?? merged.count

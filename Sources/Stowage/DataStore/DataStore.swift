@@ -56,6 +56,10 @@ public protocol DataStore: AnyObject, Sendable {
     /// The identifiers of the records that match a request, in its sort order.
     func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> [PersistentIdentifier]
 
+    /// How the store would answer a request, as one line of text: the index it would use,
+    /// the filter left over, the order and the window (see ``QueryPlan``).
+    func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String
+
     /// The snapshots for a set of identifiers; missing ones are left out.
     func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot]
 
@@ -66,6 +70,13 @@ public protocol DataStore: AnyObject, Sendable {
 
     /// Removes every record.
     func erase() throws
+}
+
+extension DataStore {
+    /// A store without a planner reads every record and filters it.
+    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
+        request.query.description
+    }
 }
 
 /// Opens a store. ``ModelConfiguration`` is one; each store has its own too.

@@ -32,7 +32,11 @@ public final class MemoryStore: DataStore, DataStoreBatching {
     }
 
     public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> [PersistentIdentifier] {
-        try state.withLock { try $0.fetch(request.query).map(\.persistentIdentifier) }
+        try state.withLock { try $0.identifiers(request.query) }
+    }
+
+    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
+        state.withLock { $0.plan(request.query).description }
     }
 
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {

@@ -1,0 +1,207 @@
+import BTree
+import Foundation
+import IndexKey
+
+extension SnapshotTable {
+    /// The changes a validated save will make.
+    public struct PreparedSave: Sendable {
+        var deletes: [(entity: String, key: Int64)] = []
+        var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+        /// Temporary identifiers and the permanent ones that replace them.
+        public internal(set) var remapped: [PersistentIdentifier: PersistentIdentifier] = [:]
+        /// Records an upsert changed, as stored.
+        public internal(set) var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
+        /// The next primary key after this save.
+        public internal(set) var nextPrimaryKey: Int64 = 1
+        /// The snapshots as they will be stored: inserted (with permanent identifiers),
+        /// updated, and the identifiers deleted. Log-structured stores write these.
+        public internal(set) var storedInserts: [DefaultSnapshot] = []
+        public internal(set) var storedUpdates: [DefaultSnapshot] = []
+        public internal(set) var storedDeletes: [PersistentIdentifier] = []
+    }
+
+    /// Validates a save against the current records without changing anything.
+    /// - Throws: ``SwiftDataError`` `.uniqueConstraintViolation`, `.unknownModelType` or
+    ///   `.modelValidationFailure`.
+    public func prepare(_ request: DataStoreSaveChangesRequest) throws -> PreparedSave {
+        var prepared = PreparedSave()
+        var nextKey = nextPrimaryKey
+        var deletedKeys: [String: Set<Int64>] = [:]
+        // Unique keys claimed and released by this save, over the stored indexes.
+        var claimed: [String: [[IndexKey: Int64]]] = [:]
+        var released: [String: [Set<IndexKey>]] = [:]
+
+        func entity(_ snapshot: DefaultSnapshot) throws -> Schema.Entity {
+            let name = snapshot.persistentIdentifier.entityName
+            guard let entity = schema.entitiesByName[name], entities[name] != nil else {
+                throw SwiftDataError(.unknownModelType, "\(name) is not in the store's schema")
+            }
+            guard snapshot.values.count == entity.properties.count else {
+                throw SwiftDataError(
+                    .modelValidationFailure,
+                    "\(name): a snapshot has \(snapshot.values.count) values, the schema \(entity.properties.count)")
+            }
+            return entity
+        }
+        func uniqueKeys(_ entity: Schema.Entity, _ snapshot: DefaultSnapshot) -> [IndexKey] {
+            guard let records = entities[entity.name] else { return [] }
+            return records.uniqueIndex.map { records.indexes[$0].tupleKey(snapshot) }
+        }
+        func owner(_ entity: Schema.Entity, _ constraint: Int, _ key: IndexKey) -> Int64? {
+            if let pk = claimed[entity.name]?[constraint][key] { return pk }
+            if released[entity.name]?[constraint].contains(key) == true { return nil }
+            guard let records = entities[entity.name],
+                let pk = records.indexes[records.uniqueIndex[constraint]].tree.value(forKey: key)
+            else { return nil }
+            return deletedKeys[entity.name]?.contains(pk) == true ? nil : pk
+        }
+        func ensure(_ entity: Schema.Entity, _ count: Int) {
+            if claimed[entity.name] == nil {
+                claimed[entity.name] = Array(repeating: [:], count: count)
+                released[entity.name] = Array(repeating: [], count: count)
+            }
+        }
+        func claim(_ entity: Schema.Entity, _ keys: [IndexKey], _ pk: Int64) {
+            ensure(entity, keys.count)
+            for (i, key) in keys.enumerated() {
+                claimed[entity.name]?[i][key] = pk
+                released[entity.name]?[i].remove(key)
+            }
+        }
+        func release(_ entity: Schema.Entity, _ keys: [IndexKey]) {
+            ensure(entity, keys.count)
+            for (i, key) in keys.enumerated() {
+                claimed[entity.name]?[i][key] = nil
+                released[entity.name]?[i].insert(key)
+            }
+        }
+        func violation(_ entity: Schema.Entity, _ constraint: Int, _ snapshot: DefaultSnapshot) -> SwiftDataError {
+            let names = entity.uniquenessConstraints[constraint]
+            let values = names.map { snapshot.value(forKey: $0, in: entity)?.description ?? "nil" }
+            return SwiftDataError(
+                .uniqueConstraintViolation,
+                "\(entity.name): another model already has \(names.joined(separator: ", ")) = "
+                    + values.joined(separator: ", "))
+        }
+
+        // Deletes first: a delete frees its unique values for inserts in the same save.
+        for snapshot in request.deleted {
+            let entity = try entity(snapshot)
+            let id = snapshot.persistentIdentifier
+            guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
+                let stored = entities[entity.name]?.rows.value(forKey: pk),
+                deletedKeys[entity.name]?.contains(pk) != true
+            else { continue }
+            deletedKeys[entity.name, default: []].insert(pk)
+            prepared.deletes.append((entity.name, pk))
+            prepared.storedDeletes.append(id)
+            if !entity.uniquenessConstraints.isEmpty { release(entity, uniqueKeys(entity, stored)) }
+        }
+
+        // Inserts: a new key, or an upsert onto the record that holds the same unique values.
+        var finalValues: [PersistentIdentifier: (entity: Schema.Entity, key: Int64, values: [SnapshotValue], isInsert: Bool)] = [:]
+        var writeOrder: [PersistentIdentifier] = []
+        var written: Set<PersistentIdentifier> = []
+        for snapshot in request.inserted {
+            let entity = try entity(snapshot)
+            let keys = uniqueKeys(entity, snapshot)
+            var target: Int64?
+            for (i, key) in keys.enumerated() {
+                guard let existing = owner(entity, i, key) else { continue }
+                if request.uniquenessPolicy == .fail { throw violation(entity, i, snapshot) }
+                if let target, target != existing { throw violation(entity, i, snapshot) }
+                target = existing
+            }
+            let permanent: PersistentIdentifier
+            if let target {
+                permanent = identifier(entity.name, target)
+                // The values it replaces no longer hold their unique keys.
+                if let previous = finalValues[permanent] {
+                    release(entity, uniqueKeys(entity, DefaultSnapshot(persistentIdentifier: permanent, values: previous.values)))
+                } else if let stored = entities[entity.name]?.rows.value(forKey: target) {
+                    release(entity, uniqueKeys(entity, stored))
+                }
+                let isInsert = finalValues[permanent]?.isInsert ?? false
+                finalValues[permanent] = (entity, target, snapshot.values, isInsert)
+                prepared.reregister[permanent] = DefaultSnapshot(persistentIdentifier: permanent, values: snapshot.values)
+            } else {
+                let pk = nextKey
+                nextKey += 1
+                permanent = identifier(entity.name, pk)
+                finalValues[permanent] = (entity, pk, snapshot.values, true)
+            }
+            if written.insert(permanent).inserted { writeOrder.append(permanent) }
+            prepared.remapped[snapshot.persistentIdentifier] = permanent
+            if !keys.isEmpty { claim(entity, keys, permanent.primaryKey ?? 0) }
+        }
+
+        // Updates: full new values for stored records.
+        for snapshot in request.updated {
+            let entity = try entity(snapshot)
+            let id = prepared.remapped[snapshot.persistentIdentifier] ?? snapshot.persistentIdentifier
+            guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
+                entities[entity.name]?.rows.value(forKey: pk) != nil || finalValues[id] != nil,
+                deletedKeys[entity.name]?.contains(pk) != true
+            else { continue }
+            let previous =
+                finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
+                ?? entities[entity.name]?.rows.value(forKey: pk)
+            if let previous, !entity.uniquenessConstraints.isEmpty { release(entity, uniqueKeys(entity, previous)) }
+            let keys = uniqueKeys(entity, snapshot)
+            for (i, key) in keys.enumerated() {
+                if let existing = owner(entity, i, key), existing != pk { throw violation(entity, i, snapshot) }
+            }
+            if !keys.isEmpty { claim(entity, keys, pk) }
+            let isInsert = finalValues[id]?.isInsert ?? false
+            finalValues[id] = (entity, pk, snapshot.values, isInsert)
+            if written.insert(id).inserted { writeOrder.append(id) }
+        }
+
+        // Relationship values that point at temporary identifiers now point at permanent ones.
+        for id in writeOrder {
+            guard let final = finalValues[id] else { continue }
+            let stored = DefaultSnapshot(persistentIdentifier: id, values: final.values)
+                .copy(persistentIdentifier: id, remappedIdentifiers: prepared.remapped)
+            prepared.writes.append((final.entity.name, final.key, stored, final.isInsert))
+            if final.isInsert { prepared.storedInserts.append(stored) } else { prepared.storedUpdates.append(stored) }
+            if prepared.reregister[id] != nil { prepared.reregister[id] = stored }
+        }
+        prepared.nextPrimaryKey = nextKey
+        return prepared
+    }
+
+    /// Applies a prepared save: records and every index change together. It cannot fail.
+    public mutating func apply(_ prepared: PreparedSave) {
+        for (name, key) in prepared.deletes {
+            guard var records = entities.removeValue(forKey: name) else { continue }
+            if let old = records.rows.removeValue(forKey: key) {
+                for i in records.indexes.indices {
+                    _ = records.indexes[i].tree.removeValue(forKey: records.indexes[i].entryKey(old, primaryKey: key))
+                }
+            }
+            entities[name] = records
+        }
+        for (name, key, snapshot, _) in prepared.writes {
+            guard var records = entities.removeValue(forKey: name) else { continue }
+            let old = records.rows.updateValue(snapshot, forKey: key)
+            for i in records.indexes.indices {
+                let newKey = records.indexes[i].entryKey(snapshot, primaryKey: key)
+                if let old {
+                    let oldKey = records.indexes[i].entryKey(old, primaryKey: key)
+                    if oldKey == newKey { continue }
+                    if records.indexes[i].tree.value(forKey: oldKey) == key {
+                        _ = records.indexes[i].tree.removeValue(forKey: oldKey)
+                    }
+                }
+                _ = records.indexes[i].tree.updateValue(key, forKey: newKey)
+            }
+            entities[name] = records
+        }
+        nextPrimaryKey = Swift.max(nextPrimaryKey, prepared.nextPrimaryKey)
+    }
+
+    /// Removes every record.
+    public mutating func removeAll() {
+        self = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import IndexKey
+
+/// How a store answers one fetch: which records it reads, in what order, what it still
+/// has to test, and where it stops.
+///
+/// ``description`` is the `explain` text, which tests assert on, as GRDB's tests assert
+/// on SQL, so that a planner regression shows up as a diff.
+public struct QueryPlan: Sendable, CustomStringConvertible {
+    /// One bound of a key range.
+    struct Bound: Sendable {
+        let key: IndexKey
+        let inclusive: Bool
+    }
+
+    /// How records are found.
+    indirect enum Access: Sendable {
+        /// Every record, in primary-key order.
+        case fullScan
+        /// The records with these identifiers.
+        case identifiers([PersistentIdentifier])
+        /// The entries of index `index` between `lower` and `upper`, forwards or backwards.
+        case indexScan(index: Int, lower: Bound?, upper: Bound?, reverse: Bool, text: String)
+        /// The union of several accesses, without duplicates.
+        case union([Access])
+    }
+
+    let entityName: String
+    let access: Access
+    /// What must still be tested on each record; `nil` when the access is exact.
+    let residual: QueryExpression?
+    /// The sort still to do after access and filtering; empty when the access gives the order.
+    let sort: [SortKey]
+    /// Whether the access already yields the requested order.
+    let orderedByIndex: Bool
+    let offset: Int
+    let limit: Int?
+
+    public var description: String {
+        var parts = [Self.describe(access, entityName)]
+        if let residual { parts.append("FILTER \(residual)") }
+        if orderedByIndex {
+            parts.append("ORDER BY INDEX")
+        } else if !sort.isEmpty {
+            parts.append("SORT " + sort.map(\.description).joined(separator: ", "))
+        }
+        if offset > 0 { parts.append("OFFSET \(offset)") }
+        if let limit { parts.append("LIMIT \(limit)") }
+        return parts.joined(separator: "; ")
+    }
+
+    static func describe(_ access: Access, _ entityName: String) -> String {
+        switch access {
+        case .fullScan: return "SCAN \(entityName)"
+        case .identifiers(let ids): return "IDS \(entityName) (\(ids.count))"
+        case .indexScan(_, _, _, let reverse, let text): return "INDEX \(text)" + (reverse ? " REVERSE" : "")
+        case .union(let parts): return "UNION(" + parts.map { describe($0, entityName) }.joined(separator: " | ") + ")"
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+@_spi(Testing) import Stowage
+import StowageTestSupport
+import Testing
+
+/// The planner's choices, asserted on `explain` text so that a regression shows as a diff.
+@Suite("Query planner")
+struct PlannerTests {
+    let context: ModelContext
+
+    init() throws {
+        context = ModelContext(try memoryContainer())
+    }
+
+    @Test func equalityOnAUniqueAttribute() throws {
+        let plan = try context.explain(FetchDescriptor<Person>(predicate: #Predicate { $0.email == "a@x" }))
+        #expect(plan == #"INDEX Person(email) EQ email = "a@x""#)
+    }
+
+    @Test func equalityAndRangeOnACompoundIndex() throws {
+        let plan = try context.explain(
+            FetchDescriptor<Chore>(predicate: #Predicate { $0.isCompleted == false && $0.priority > 4 }))
+        #expect(plan == "INDEX Chore(isCompleted, priority) EQ isCompleted = false RANGE priority > 4")
+    }
+
+    @Test func whatTheIndexDoesNotCoverStaysAFilter() throws {
+        var descriptor = FetchDescriptor<Chore>(predicate: #Predicate { $0.isCompleted && $0.title.contains("x") })
+        descriptor.fetchLimit = 25
+        let plan = try context.explain(descriptor)
+        #expect(plan == #"INDEX Chore(isCompleted, priority) EQ isCompleted = true; FILTER title.contains("x"); LIMIT 25"#)
+    }
+
+    @Test func rangeWithSortAndLimitReadsTheIndexInOrder() throws {
+        let start = Date(timeIntervalSinceReferenceDate: 0)
+        var descriptor = FetchDescriptor<Chore>(
+            predicate: #Predicate { $0.dueDate! > start }, sortBy: [SortDescriptor(\.dueDate)])
+        descriptor.fetchLimit = 20
+        // A forced unwrap is not an indexable comparison: it stays a filter, but the
+        // sort is still read from the index.
+        #expect(try context.explain(descriptor).hasPrefix("INDEX Chore(dueDate); FILTER "))
+        var byPriority = FetchDescriptor<Chore>(
+            predicate: #Predicate { $0.priority > 4 }, sortBy: [SortDescriptor(\.priority, order: .reverse)])
+        byPriority.fetchLimit = 20
+        #expect(try context.explain(byPriority) == "INDEX Chore(priority) RANGE priority > 4 REVERSE; ORDER BY INDEX; LIMIT 20")
+    }
+
+    @Test func compoundPrefixThenSortOnTheNextColumn() throws {
+        var descriptor = FetchDescriptor<Chore>(
+            predicate: #Predicate { $0.isCompleted == true }, sortBy: [SortDescriptor(\.priority)])
+        descriptor.fetchLimit = 5
+        descriptor.fetchOffset = 2
+        #expect(
+            try context.explain(descriptor)
+                == "INDEX Chore(isCompleted, priority) EQ isCompleted = true; ORDER BY INDEX; OFFSET 2; LIMIT 5")
+    }
+
+    @Test func orderedScanWithoutAPredicate() throws {
+        var descriptor = FetchDescriptor<Chore>(sortBy: [SortDescriptor(\.dueDate, order: .reverse)])
+        descriptor.fetchLimit = 3
+        #expect(try context.explain(descriptor) == "INDEX Chore(dueDate) REVERSE; ORDER BY INDEX; LIMIT 3")
+    }
+
+    @Test func anOrOfIndexableTermsIsAUnion() throws {
+        let plan = try context.explain(
+            FetchDescriptor<Person>(predicate: #Predicate { $0.email == "a@x" || $0.name == "Bo" }))
+        #expect(
+            plan
+                == #"UNION(INDEX Person(email) EQ email = "a@x" | INDEX Person(name) EQ name = "Bo"); FILTER (email == "a@x" OR name == "Bo")"#
+        )
+    }
+
+    @Test func startsWithIsAPrefixRange() throws {
+        let plan = try context.explain(FetchDescriptor<Person>(predicate: #Predicate { $0.name.starts(with: "Al") }))
+        #expect(plan == #"INDEX Person(name) PREFIX name "Al"; FILTER name.startsWith("Al")"#)
+    }
+
+    @Test func identifiersAreFetchedDirectly() throws {
+        let a = Chore(seq: 1, title: "a", priority: 1, isCompleted: false, dueDate: nil)
+        context.insert(a)
+        try context.save()
+        let ids = [a.persistentModelID]
+        let plan = try context.explain(FetchDescriptor<Chore>(predicate: #Predicate { ids.contains($0.persistentModelID) }))
+        #expect(plan == "IDS Chore (1)")
+    }
+
+    @Test func noUsableIndexIsAFullScan() throws {
+        let plan = try context.explain(
+            FetchDescriptor<Chore>(predicate: #Predicate { $0.seq == 3 }, sortBy: [SortDescriptor(\.seq)]))
+        #expect(plan == "SCAN Chore; FILTER seq == 3; SORT seq ASC")
+    }
+
+    @Test func countAndIdentifiersUseTheIndexAlone() throws {
+        for i in 0..<50 {
+            context.insert(Chore(seq: i, title: "t\(i)", priority: i % 10, isCompleted: i % 3 == 0, dueDate: nil))
+        }
+        try context.save()
+        let descriptor = FetchDescriptor<Chore>(predicate: #Predicate { $0.isCompleted == true && $0.priority >= 5 })
+        #expect(try context.explain(descriptor) == "INDEX Chore(isCompleted, priority) EQ isCompleted = true RANGE priority >= 5")
+        let expected = (0..<50).filter { $0 % 3 == 0 && $0 % 10 >= 5 }.count
+        #expect(try context.fetchCount(descriptor) == expected)
+        #expect(try context.fetchIdentifiers(descriptor).count == expected)
+    }
+}
