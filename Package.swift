@@ -55,14 +55,25 @@ let package = Package(
         ),
         .target(name: "BTree"),
         .target(name: "IndexKey"),
+        .systemLibrary(
+            name: "CLZ4",
+            path: "Sources/CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"])]
+        ),
         .target(
             name: "Stowage",
-            dependencies: ["StowageMacros", "BTree", "IndexKey"]
+            dependencies: ["StowageMacros", "BTree", "IndexKey", "CLZ4"]
         ),
         .target(
             name: "StowageTestSupport",
             dependencies: ["Stowage"],
             path: "Tests/StowageTestSupport"
+        ),
+        .executableTarget(
+            name: "LogCrashChild",
+            dependencies: ["Stowage"],
+            path: "Tests/LogCrashChild"
         ),
         .executableTarget(
             name: "PackingList",

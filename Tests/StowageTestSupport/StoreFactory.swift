@@ -23,8 +23,14 @@ public struct StoreFactory: Sendable, CustomStringConvertible {
         try ModelContainer(for: schema, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     }
 
+    /// The log store, in a fresh directory (see `LogTestSupport.swift`).
+    public static let log = StoreFactory(name: "LogStore") { schema in
+        try ModelContainer(
+            for: schema, configurations: [LogStoreConfiguration(schema: schema, url: LogTestDirectory.fresh().storeURL)])
+    }
+
     /// Every store the conformance suite runs against.
-    public static let all: [StoreFactory] = [.memory]
+    public static let all: [StoreFactory] = [.memory, .log]
 }
 
 /// A small deterministic random generator (SplitMix64), so failures can be replayed

@@ -20,10 +20,18 @@ struct ErrorTests {
         }
     }
 
-    @Test func theOnDiskStoreIsRefusedClearlyUntilItExists() throws {
-        #expect(throws: DataStoreError.unsupportedFeature) {
-            _ = try ModelContainer(for: Trip.self)
+    @Test func anOnDiskConfigurationOpensTheLogStore() throws {
+        let url = LogTestDirectory.fresh().url.appendingPathComponent("nested/trips.store")
+        do {
+            let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+            #expect(container.storesForTesting.first is LogStore)
+            let context = ModelContext(container)
+            context.insert(Trip(name: "Porto"))
+            try context.save()
         }
+        let reopened = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+        #expect(try ModelContext(reopened).fetch(FetchDescriptor<Trip>()).map(\.name) == ["Porto"])
+        #expect(ModelConfiguration("trips").url.lastPathComponent == "trips.store")
     }
 
     @Test func aSortOnARelationshipIsRefused() throws {

@@ -3,14 +3,12 @@ import Foundation
 /// Describes one store of a container: where it lives and which models it holds.
 ///
 /// `ModelConfiguration(isStoredInMemoryOnly: true)` gives a ``MemoryStore``. A
-/// configuration with a URL (or none) describes the default on-disk store.
-///
-/// Stowage differs from SwiftData while the on-disk log store is not built yet: an
-/// on-disk configuration throws ``DataStoreError/unsupportedFeature`` when the container
-/// opens it, rather than quietly keeping data in memory, so that no app believes a save
-/// is durable when it is not.
+/// configuration with a URL, or none, opens the default on-disk store, a ``LogStore``
+/// (at `url`, or at `<name>.store` in ``defaultDirectory``), creating its directory and
+/// file when they do not exist. It uses the log store's defaults: `.full` durability and
+/// point-in-time recovery; open a ``LogStoreConfiguration`` to choose others.
 public struct ModelConfiguration: DataStoreConfiguration, Hashable {
-    public typealias Store = MemoryStore
+    public typealias Store = LogStore
 
     /// An app-group container. Accepted for source compatibility; ignored on Linux.
     public struct GroupContainer: Hashable, Sendable {
@@ -80,10 +78,15 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
             return try MemoryStore(
                 MemoryStoreConfiguration(name: name, schema: self.schema ?? schema), migrationPlan: migrationPlan)
         }
-        throw DataStoreError(
-            .unsupportedFeature,
-            "the on-disk store (\(url.path)) is not available in this version of Stowage; "
-                + "use ModelConfiguration(isStoredInMemoryOnly: true)")
+        let directory = url.deletingLastPathComponent()
+        do {
+            try FileManager.default.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw DataStoreError(.ioFailure, "cannot create the store directory \(directory.path): \(error)")
+        }
+        return try LogStore(
+            LogStoreConfiguration(name: name, schema: self.schema ?? schema, url: url), migrationPlan: migrationPlan)
     }
 
     public static func == (lhs: ModelConfiguration, rhs: ModelConfiguration) -> Bool {

@@ -1,0 +1,66 @@
+/// CRC32C (Castagnoli), slicing-by-8, with LevelDB's mask for checksums stored next to
+/// the data they cover. See `Formats/log.md`.
+enum CRC32C {
+    /// Eight 256-entry tables for the reflected polynomial 0x82F63B78, one after another.
+    static let tables: [UInt32] = {
+        var tables = [UInt32](repeating: 0, count: 8 * 256)
+        for i in 0..<256 {
+            var crc = UInt32(i)
+            for _ in 0..<8 { crc = (crc & 1) != 0 ? (crc >> 1) ^ 0x82F6_3B78 : crc >> 1 }
+            tables[i] = crc
+        }
+        for i in 0..<256 {
+            var crc = tables[i]
+            for t in 1..<8 {
+                crc = tables[Int(crc & 0xFF)] ^ (crc >> 8)
+                tables[t * 256 + i] = crc
+            }
+        }
+        return tables
+    }()
+
+    /// The CRC of `bytes`, continuing from `crc` (the CRC of what came before, or 0).
+    static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        var c = ~crc
+        tables.withUnsafeBufferPointer { t in
+            var i = 0
+            let n = bytes.count
+            while n - i >= 8 {
+                let lo = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: i, as: UInt32.self)) ^ c
+                let hi = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: i + 4, as: UInt32.self))
+                c =
+                    t[7 * 256 + Int(lo & 0xFF)] ^ t[6 * 256 + Int((lo >> 8) & 0xFF)]
+                    ^ t[5 * 256 + Int((lo >> 16) & 0xFF)] ^ t[4 * 256 + Int(lo >> 24)]
+                    ^ t[3 * 256 + Int(hi & 0xFF)] ^ t[2 * 256 + Int((hi >> 8) & 0xFF)]
+                    ^ t[1 * 256 + Int((hi >> 16) & 0xFF)] ^ t[Int(hi >> 24)]
+                i += 8
+            }
+            while i < n {
+                c = t[Int((c ^ UInt32(bytes[i])) & 0xFF)] ^ (c >> 8)
+                i += 1
+            }
+        }
+        return ~c
+    }
+
+    static func update(_ crc: UInt32, _ bytes: [UInt8]) -> UInt32 {
+        bytes.withUnsafeBytes { update(crc, $0) }
+    }
+
+    static func update(_ crc: UInt32, _ bytes: ArraySlice<UInt8>) -> UInt32 {
+        bytes.withUnsafeBytes { update(crc, $0) }
+    }
+
+    static func checksum(_ bytes: [UInt8]) -> UInt32 { update(0, bytes) }
+
+    private static let maskDelta: UInt32 = 0xA282_EAD8
+
+    /// The stored form of a CRC: rotated and offset, so that a CRC of data that itself
+    /// holds CRCs does not degenerate.
+    static func mask(_ crc: UInt32) -> UInt32 { ((crc >> 15) | (crc << 17)) &+ maskDelta }
+
+    static func unmask(_ masked: UInt32) -> UInt32 {
+        let rotated = masked &- maskDelta
+        return (rotated >> 17) | (rotated << 15)
+    }
+}

@@ -1,0 +1,122 @@
+/// A malformed payload: its checksum may be fine, but its contents do not decode.
+struct LogDecodeError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Appends the primitives of `Formats/snapshot.md` to a byte buffer.
+struct LogByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+
+    mutating func u8(_ v: UInt8) { bytes.append(v) }
+
+    mutating func u16(_ v: UInt16) {
+        bytes.append(UInt8(truncatingIfNeeded: v))
+        bytes.append(UInt8(truncatingIfNeeded: v >> 8))
+    }
+
+    mutating func u32(_ v: UInt32) {
+        for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
+    }
+
+    mutating func u64(_ v: UInt64) {
+        for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
+    }
+
+    mutating func varint(_ v: UInt64) {
+        var v = v
+        while v >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        bytes.append(UInt8(v))
+    }
+
+    mutating func varint(_ v: Int) { varint(UInt64(clamping: v)) }
+
+    mutating func zigzag(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
+
+    mutating func string(_ s: String) {
+        var s = s
+        s.withUTF8 { utf8 in
+            varint(utf8.count)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    mutating func data(_ d: some Collection<UInt8>) {
+        varint(d.count)
+        bytes.append(contentsOf: d)
+    }
+}
+
+/// Reads the primitives of `Formats/snapshot.md`, never past the end of its bytes.
+struct LogByteReader {
+    let bytes: [UInt8]
+    private(set) var position: Int
+
+    init(_ bytes: [UInt8], position: Int = 0) {
+        self.bytes = bytes
+        self.position = position
+    }
+
+    var remaining: Int { bytes.count - position }
+    var isAtEnd: Bool { position >= bytes.count }
+
+    mutating func u8() throws -> UInt8 {
+        guard position < bytes.count else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
+        defer { position += 1 }
+        return bytes[position]
+    }
+
+    mutating func u64() throws -> UInt64 {
+        guard remaining >= 8 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
+        var v: UInt64 = 0
+        for i in 0..<8 { v |= UInt64(bytes[position + i]) << UInt64(8 * i) }
+        position += 8
+        return v
+    }
+
+    mutating func varint() throws -> UInt64 {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try u8()
+            if shift == 63 && byte > 1 { throw LogDecodeError("varint overflows 64 bits at byte \(position - 1)") }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+    }
+
+    mutating func zigzag() throws -> Int64 {
+        let v = try varint()
+        return Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1)
+    }
+
+    /// A count of things that each take at least `minimumSize` bytes, bounded by the bytes left.
+    mutating func count(minimumSize: Int = 1) throws -> Int {
+        let v = try varint()
+        guard v <= UInt64(remaining / max(1, minimumSize)) else {
+            throw LogDecodeError("count \(v) at byte \(position) exceeds the \(remaining) bytes left")
+        }
+        return Int(v)
+    }
+
+    mutating func bytes(_ count: Int) throws -> ArraySlice<UInt8> {
+        guard count >= 0, count <= remaining else { throw LogDecodeError("length \(count) exceeds the payload") }
+        defer { position += count }
+        return bytes[position..<position + count]
+    }
+
+    mutating func string() throws -> String {
+        let length = try count()
+        let slice = try bytes(length)
+        guard let s = String(validating: slice, as: UTF8.self) else {
+            throw LogDecodeError("invalid UTF-8 at byte \(position - length)")
+        }
+        return s
+    }
+}

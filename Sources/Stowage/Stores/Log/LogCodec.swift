@@ -1,0 +1,477 @@
+import Foundation
+
+/// The schema as a log file stores it (`Formats/log.md`, header record).
+struct LogSchemaDescription: Equatable, Sendable {
+    struct Property: Equatable, Sendable {
+        var name: String
+        var typeName: String
+        var flags: UInt8
+        var destination: String?
+
+        var summary: String {
+            "\(name): \(typeName)\(flags & 1 != 0 ? "?" : "")"
+                + (destination.map { " -> \($0)\(flags & 4 != 0 ? "" : "[]")" } ?? "")
+        }
+    }
+
+    struct Entity: Equatable, Sendable {
+        var name: String
+        var properties: [Property]
+        var uniqueness: [[String]]
+        var indices: [[String]]
+    }
+
+    var version: [UInt64]
+    var entities: [Entity]
+
+    init(version: [UInt64], entities: [Entity]) {
+        self.version = version
+        self.entities = entities
+    }
+
+    init(_ schema: Schema) {
+        version = [schema.version.major, schema.version.minor, schema.version.patch].map { UInt64(clamping: $0) }
+        entities = schema.entities.map { entity in
+            Entity(
+                name: entity.name,
+                properties: entity.properties.map { p in
+                    var flags: UInt8 = p.isOptional ? 1 : 0
+                    if let relationship = p.relationship {
+                        flags |= 2
+                        if relationship.isToOne { flags |= 4 }
+                    }
+                    return Property(
+                        name: p.name, typeName: p.typeName, flags: flags, destination: p.relationship?.destination)
+                },
+                uniqueness: entity.uniquenessConstraints, indices: entity.indices)
+        }
+    }
+
+    func encode(into w: inout LogByteWriter) {
+        for part in version { w.varint(part) }
+        w.varint(entities.count)
+        for entity in entities {
+            w.string(entity.name)
+            w.varint(entity.properties.count)
+            for p in entity.properties {
+                w.string(p.name)
+                w.string(p.typeName)
+                w.u8(p.flags)
+                if p.flags & 2 != 0 { w.string(p.destination ?? "") }
+            }
+            for groups in [entity.uniqueness, entity.indices] {
+                w.varint(groups.count)
+                for group in groups {
+                    w.varint(group.count)
+                    for name in group { w.string(name) }
+                }
+            }
+        }
+    }
+
+    static func decode(from r: inout LogByteReader) throws -> LogSchemaDescription {
+        let version = [try r.varint(), try r.varint(), try r.varint()]
+        let entityCount = try r.count()
+        var entities: [Entity] = []
+        for _ in 0..<entityCount {
+            let name = try r.string()
+            let propertyCount = try r.count()
+            var properties: [Property] = []
+            for _ in 0..<propertyCount {
+                let name = try r.string()
+                let typeName = try r.string()
+                let flags = try r.u8()
+                guard flags & ~7 == 0 else { throw LogDecodeError("unknown property flags \(flags)") }
+                let destination = flags & 2 != 0 ? try r.string() : nil
+                properties.append(Property(name: name, typeName: typeName, flags: flags, destination: destination))
+            }
+            var groupLists: [[[String]]] = []
+            for _ in 0..<2 {
+                var groups: [[String]] = []
+                for _ in 0..<(try r.count()) {
+                    var group: [String] = []
+                    for _ in 0..<(try r.count()) { group.append(try r.string()) }
+                    groups.append(group)
+                }
+                groupLists.append(groups)
+            }
+            entities.append(
+                Entity(name: name, properties: properties, uniqueness: groupLists[0], indices: groupLists[1]))
+        }
+        return LogSchemaDescription(version: version, entities: entities)
+    }
+
+    /// The first difference between the stored schema (`self`) and `live`, or `nil` when
+    /// they match. Entity order does not matter.
+    func difference(from live: LogSchemaDescription) -> String? {
+        if version != live.version {
+            return "the store holds schema version \(version.map(String.init).joined(separator: ".")), "
+                + "the container's is \(live.version.map(String.init).joined(separator: "."))"
+        }
+        let stored = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        if let missing = live.entities.first(where: { stored[$0.name] == nil }) {
+            return "the store has no entity \(missing.name)"
+        }
+        if let extra = entities.first(where: { wanted[$0.name] == nil }) {
+            return "the store has an entity \(extra.name) that the schema lacks"
+        }
+        for entity in entities {
+            guard let other = wanted[entity.name], other != entity else { continue }
+            if entity.properties != other.properties {
+                for i in 0..<max(entity.properties.count, other.properties.count) {
+                    let a = i < entity.properties.count ? entity.properties[i].summary : "nothing"
+                    let b = i < other.properties.count ? other.properties[i].summary : "nothing"
+                    if a != b
+                        || (i < entity.properties.count && i < other.properties.count
+                            && entity.properties[i] != other.properties[i])
+                    {
+                        return "\(entity.name) property \(i + 1) is \(a) in the store but \(b) in the schema"
+                    }
+                }
+            }
+            if entity.uniqueness != other.uniqueness {
+                return "\(entity.name) has uniqueness constraints \(entity.uniqueness) in the store "
+                    + "but \(other.uniqueness) in the schema"
+            }
+            return "\(entity.name) has indexes \(entity.indices) in the store but \(other.indices) in the schema"
+        }
+        return nil
+    }
+}
+
+/// Maps entities to their index in a log file's stored schema, for one store.
+struct LogEntityMap: Sendable {
+    let storeIdentifier: String
+    let names: [String]
+    let propertyCounts: [Int]
+    let indexByName: [String: Int]
+
+    init(storeIdentifier: String, description: LogSchemaDescription) {
+        self.storeIdentifier = storeIdentifier
+        names = description.entities.map(\.name)
+        propertyCounts = description.entities.map(\.properties.count)
+        var byName: [String: Int] = [:]
+        for (i, name) in names.enumerated() where byName[name] == nil { byName[name] = i }
+        indexByName = byName
+    }
+}
+
+/// One save, as a commit record holds it (`Formats/log.md`).
+struct LogCommit {
+    var transactionID: UInt64
+    var timestamp: Int64
+    var author: String?
+    var nextPrimaryKey: Int64
+    var deletes: [(entity: String, key: Int64)]
+    var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)]
+}
+
+/// Encodes and decodes snapshots, commits and the header record without Codable.
+enum LogCodec {
+    static let maximumNesting = 64
+
+    // MARK: Header record
+
+    static func encodeHeader(storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription) -> [UInt8] {
+        var w = LogByteWriter()
+        w.string(storeIdentifier)
+        w.zigzag(createdAt)
+        schema.encode(into: &w)
+        return w.bytes
+    }
+
+    static func decodeHeader(_ payload: [UInt8]) throws -> (
+        storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription
+    ) {
+        var r = LogByteReader(payload)
+        let identifier = try r.string()
+        let createdAt = try r.zigzag()
+        let schema = try LogSchemaDescription.decode(from: &r)
+        guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the header record's schema") }
+        return (identifier, createdAt, schema)
+    }
+
+    // MARK: Commits
+
+    static func encodeCommit(_ commit: LogCommit, map: LogEntityMap) throws -> [UInt8] {
+        var w = LogByteWriter(capacity: 64 + commit.writes.count * 64)
+        w.varint(commit.transactionID)
+        w.zigzag(commit.timestamp)
+        if let author = commit.author {
+            w.u8(1)
+            w.string(author)
+        } else {
+            w.u8(0)
+        }
+        w.zigzag(commit.nextPrimaryKey)
+        w.varint(commit.deletes.count)
+        for (entity, key) in commit.deletes {
+            w.varint(try entityIndex(entity, map))
+            w.zigzag(key)
+        }
+        w.varint(commit.writes.count)
+        for write in commit.writes {
+            w.u8(write.isInsert ? 0 : 1)
+            try encodeSnapshot(write.snapshot, key: write.key, entity: write.entity, into: &w, map: map)
+        }
+        return w.bytes
+    }
+
+    static func decodeCommit(_ payload: [UInt8], map: LogEntityMap) throws -> LogCommit {
+        var r = LogByteReader(payload)
+        let transactionID = try r.varint()
+        let timestamp = try r.zigzag()
+        let author: String?
+        switch try r.u8() {
+        case 0: author = nil
+        case 1: author = try r.string()
+        case let flag: throw LogDecodeError("bad author flag \(flag)")
+        }
+        let nextPrimaryKey = try r.zigzag()
+        var deletes: [(entity: String, key: Int64)] = []
+        let deleteCount = try r.count(minimumSize: 2)
+        deletes.reserveCapacity(deleteCount)
+        for _ in 0..<deleteCount {
+            let entity = try entityName(try r.varint(), map)
+            deletes.append((entity, try r.zigzag()))
+        }
+        var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+        let writeCount = try r.count(minimumSize: 4)
+        writes.reserveCapacity(writeCount)
+        for _ in 0..<writeCount {
+            let isInsert: Bool
+            switch try r.u8() {
+            case 0: isInsert = true
+            case 1: isInsert = false
+            case let kind: throw LogDecodeError("bad write kind \(kind)")
+            }
+            let snapshot = try decodeSnapshot(&r, map: map)
+            guard let key = snapshot.persistentIdentifier.primaryKey else {
+                throw LogDecodeError("snapshot without a key")
+            }
+            writes.append((snapshot.persistentIdentifier.entityName, key, snapshot, isInsert))
+        }
+        guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the commit's last write") }
+        return LogCommit(
+            transactionID: transactionID, timestamp: timestamp, author: author, nextPrimaryKey: nextPrimaryKey,
+            deletes: deletes, writes: writes)
+    }
+
+    // MARK: Snapshots
+
+    private static func entityIndex(_ name: String, _ map: LogEntityMap) throws -> Int {
+        guard let index = map.indexByName[name] else {
+            throw SwiftDataError(.unknownModelType, "\(name) is not in the log store's schema")
+        }
+        return index
+    }
+
+    private static func entityName(_ index: UInt64, _ map: LogEntityMap) throws -> String {
+        guard index < UInt64(map.names.count) else { throw LogDecodeError("entity index \(index) is out of range") }
+        return map.names[Int(index)]
+    }
+
+    static func encodeSnapshot(
+        _ snapshot: DefaultSnapshot, key: Int64, entity: String, into w: inout LogByteWriter, map: LogEntityMap
+    ) throws {
+        let index = try entityIndex(entity, map)
+        guard snapshot.values.count == map.propertyCounts[index] else {
+            throw SwiftDataError(
+                .modelValidationFailure,
+                "\(entity): a snapshot has \(snapshot.values.count) values, the schema \(map.propertyCounts[index])")
+        }
+        w.varint(index)
+        w.zigzag(key)
+        w.varint(snapshot.values.count)
+        for value in snapshot.values { try encodeValue(value, into: &w, map: map) }
+    }
+
+    static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
+        let rawIndex = try r.varint()
+        let entity = try entityName(rawIndex, map)
+        let key = try r.zigzag()
+        let count = try r.count()
+        guard count == map.propertyCounts[Int(rawIndex)] else {
+            throw LogDecodeError(
+                "\(entity) snapshot has \(count) values, the schema \(map.propertyCounts[Int(rawIndex)])")
+        }
+        var values: [SnapshotValue] = []
+        values.reserveCapacity(count)
+        for _ in 0..<count { values.append(try decodeValue(&r, map: map, depth: 0)) }
+        return DefaultSnapshot(
+            persistentIdentifier: .permanent(entityName: entity, storeIdentifier: map.storeIdentifier, primaryKey: key),
+            values: values)
+    }
+
+    // MARK: Values
+
+    static func encodeValue(_ value: SnapshotValue, into w: inout LogByteWriter, map: LogEntityMap, depth: Int = 0)
+        throws
+    {
+        switch value {
+        case .null: w.u8(0x00)
+        case .bool(let b): w.u8(b ? 0x02 : 0x01)
+        case .int(let v):
+            w.u8(0x03)
+            w.zigzag(v)
+        case .uint(let v):
+            w.u8(0x04)
+            w.varint(v)
+        case .double(let v):
+            w.u8(0x05)
+            w.u64(v.bitPattern)
+        case .string(let s):
+            w.u8(0x06)
+            w.string(s)
+        case .date(let d):
+            w.u8(0x07)
+            w.u64(d.timeIntervalSinceReferenceDate.bitPattern)
+        case .data(let d):
+            w.u8(0x08)
+            w.data(d)
+        case .uuid(let u):
+            w.u8(0x09)
+            withUnsafeBytes(of: u.uuid) { w.bytes.append(contentsOf: $0) }
+        case .url(let url):
+            if let base = url.baseURL {
+                w.u8(0x0B)
+                w.string(url.relativeString)
+                w.string(base.absoluteString)
+            } else {
+                w.u8(0x0A)
+                w.string(url.relativeString)
+            }
+        case .decimal(let d):
+            w.u8(0x0C)
+            w.string(d.isNaN ? "NaN" : d.description)
+        case .array where depth >= maximumNesting, .object where depth >= maximumNesting:
+            throw SwiftDataError(
+                .unsupportedValue, "a value nests arrays or objects deeper than \(maximumNesting) levels")
+        case .array(let items):
+            w.u8(0x0D)
+            w.varint(items.count)
+            for item in items { try encodeValue(item, into: &w, map: map, depth: depth + 1) }
+        case .object(let fields):
+            w.u8(0x0E)
+            w.varint(fields.count)
+            for key in fields.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                w.string(key)
+                try encodeValue(fields[key] ?? .null, into: &w, map: map, depth: depth + 1)
+            }
+        case .identifier(let id):
+            if case .permanent(let key) = id.storage, id.storeIdentifier == map.storeIdentifier,
+                let index = map.indexByName[id.entityName]
+            {
+                w.u8(0x0F)
+                w.varint(index)
+                w.zigzag(key)
+            } else {
+                w.u8(0x10)
+                w.string(id.entityName)
+                if let store = id.storeIdentifier {
+                    w.u8(1)
+                    w.string(store)
+                } else {
+                    w.u8(0)
+                }
+                switch id.storage {
+                case .temporary(let n):
+                    w.u8(0)
+                    w.varint(n)
+                case .permanent(let key):
+                    w.u8(1)
+                    w.zigzag(key)
+                }
+            }
+        }
+    }
+
+    static func decodeValue(_ r: inout LogByteReader, map: LogEntityMap, depth: Int) throws -> SnapshotValue {
+        let tag = try r.u8()
+        switch tag {
+        case 0x00: return .null
+        case 0x01: return .bool(false)
+        case 0x02: return .bool(true)
+        case 0x03: return .int(try r.zigzag())
+        case 0x04: return .uint(try r.varint())
+        case 0x05: return .double(Double(bitPattern: try r.u64()))
+        case 0x06: return .string(try r.string())
+        case 0x07: return .date(Date(timeIntervalSinceReferenceDate: Double(bitPattern: try r.u64())))
+        case 0x08:
+            let length = try r.count()
+            return .data(Data(try r.bytes(length)))
+        case 0x09:
+            let b = Array(try r.bytes(16))
+            return .uuid(
+                UUID(
+                    uuid: (
+                        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
+                        b[15]
+                    )))
+        case 0x0A, 0x0B:
+            let relative = try r.string()
+            let base: URL?
+            if tag == 0x0B {
+                let baseString = try r.string()
+                guard let parsed = URL(string: baseString) else { throw LogDecodeError("bad base URL \(baseString)") }
+                base = parsed
+            } else {
+                base = nil
+            }
+            guard let url = URL(string: relative, relativeTo: base) else { throw LogDecodeError("bad URL \(relative)") }
+            return .url(url)
+        case 0x0C:
+            let text = try r.string()
+            if text == "NaN" { return .decimal(.nan) }
+            guard let decimal = Decimal(string: text) else {
+                throw LogDecodeError("bad decimal \(text)")
+            }
+            return .decimal(decimal)
+        case 0x0D, 0x0E:
+            guard depth < maximumNesting else { throw LogDecodeError("values nest deeper than \(maximumNesting)") }
+            let count = try r.count()
+            if tag == 0x0D {
+                var items: [SnapshotValue] = []
+                items.reserveCapacity(count)
+                for _ in 0..<count { items.append(try decodeValue(&r, map: map, depth: depth + 1)) }
+                return .array(items)
+            }
+            var fields: [String: SnapshotValue] = [:]
+            fields.reserveCapacity(count)
+            for _ in 0..<count {
+                let key = try r.string()
+                let value = try decodeValue(&r, map: map, depth: depth + 1)
+                guard fields.updateValue(value, forKey: key) == nil else {
+                    throw LogDecodeError("duplicate key \(key)")
+                }
+            }
+            return .object(fields)
+        case 0x0F:
+            let entity = try entityName(try r.varint(), map)
+            return .identifier(
+                .permanent(entityName: entity, storeIdentifier: map.storeIdentifier, primaryKey: try r.zigzag()))
+        case 0x10:
+            let entity = try r.string()
+            let store: String?
+            switch try r.u8() {
+            case 0: store = nil
+            case 1: store = try r.string()
+            case let flag: throw LogDecodeError("bad identifier store flag \(flag)")
+            }
+            switch try r.u8() {
+            case 0:
+                return .identifier(
+                    PersistentIdentifier(
+                        entityName: entity, storeIdentifier: store, storage: .temporary(try r.varint())))
+            case 1:
+                return .identifier(
+                    PersistentIdentifier(
+                        entityName: entity, storeIdentifier: store, storage: .permanent(try r.zigzag())))
+            case let kind: throw LogDecodeError("bad identifier kind \(kind)")
+            }
+        default:
+            throw LogDecodeError("unknown value tag \(tag) at byte \(r.position - 1)")
+        }
+    }
+}

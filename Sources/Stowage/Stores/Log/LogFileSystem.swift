@@ -1,0 +1,159 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// File-scope wrappers: inside the types below, `open`, `rename` and `close` name methods.
+private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
+private func posixRename(_ from: String, _ to: String) -> Int32 { rename(from, to) }
+private func posixClose(_ fd: Int32) -> Int32 { close(fd) }
+
+/// How ``LogFileSystem/open(_:mode:)`` opens a file.
+public enum LogOpenMode: Sendable {
+    /// An existing file; `nil` when there is none.
+    case existing
+    /// A new file, created with mode 0600; fails if one exists.
+    case createNew
+    /// The file, created with mode 0600 if missing.
+    case createOrOpen
+}
+
+/// The file operations the log store makes, so that tests can make any of them fail.
+///
+/// Every failure is a ``DataStoreError`` with code `.ioFailure`. ``POSIXLogFileSystem`` is
+/// the real one; the tests' fault-injecting one wraps it.
+public protocol LogFileSystem: Sendable {
+    /// Opens a file for reading and writing (close-on-exec).
+    func open(_ path: String, mode: LogOpenMode) throws -> Int32?
+    /// The file's size in bytes.
+    func size(_ fd: Int32) throws -> Int64
+    /// Up to `count` bytes at `offset` (fewer only at the end of the file).
+    func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8]
+    /// Writes all of `bytes` at `offset`.
+    func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) throws
+    /// `fdatasync`.
+    func sync(_ fd: Int32) throws
+    /// `ftruncate`.
+    func truncate(_ fd: Int32, to length: Int64) throws
+    /// `rename`.
+    func rename(_ from: String, to: String) throws
+    /// Opens a directory and `fsync`s it, so that a rename in it is durable.
+    func syncDirectory(_ path: String) throws
+    /// `unlink`; a missing file is not an error.
+    func remove(_ path: String) throws
+    /// An exclusive, non-blocking `flock`: `false` when someone else holds it.
+    func lock(_ fd: Int32) throws -> Bool
+    /// `close`.
+    func close(_ fd: Int32)
+}
+
+/// The log store's file operations, straight to POSIX.
+public struct POSIXLogFileSystem: LogFileSystem {
+    public init() {}
+
+    static func failure(_ operation: String, _ path: String?, _ code: Int32 = errno) -> DataStoreError {
+        let reason = String(cString: strerror(code))
+        return DataStoreError(
+            .ioFailure, "\(operation)\(path.map { " \($0)" } ?? "") failed: \(reason) (errno \(code))")
+    }
+
+    public func open(_ path: String, mode: LogOpenMode) throws -> Int32? {
+        var flags = O_RDWR | O_CLOEXEC
+        switch mode {
+        case .existing: break
+        case .createNew: flags |= O_CREAT | O_EXCL
+        case .createOrOpen: flags |= O_CREAT
+        }
+        while true {
+            let fd = posixOpen(path, flags, mode_t(0o600))
+            if fd >= 0 { return fd }
+            if errno == EINTR { continue }
+            if errno == ENOENT && mode == .existing { return nil }
+            throw Self.failure("open", path)
+        }
+    }
+
+    public func size(_ fd: Int32) throws -> Int64 {
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw Self.failure("fstat", nil) }
+        return Int64(info.st_size)
+    }
+
+    public func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8] {
+        guard count > 0 else { return [] }
+        var buffer = [UInt8](repeating: 0, count: count)
+        var done = 0
+        while done < count {
+            let n = buffer.withUnsafeMutableBytes { raw in
+                pread(fd, raw.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Self.failure("pread", nil)
+            }
+            if n == 0 { break }
+            done += n
+        }
+        if done < count { buffer.removeSubrange(done...) }
+        return buffer
+    }
+
+    public func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { raw in
+                pwrite(fd, raw.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw Self.failure("pwrite", nil)
+            }
+            if n == 0 { throw Self.failure("pwrite", nil, EIO) }
+            done += n
+        }
+    }
+
+    public func sync(_ fd: Int32) throws {
+        guard fdatasync(fd) == 0 else { throw Self.failure("fdatasync", nil) }
+    }
+
+    public func truncate(_ fd: Int32, to length: Int64) throws {
+        while ftruncate(fd, off_t(length)) != 0 {
+            if errno == EINTR { continue }
+            throw Self.failure("ftruncate", nil)
+        }
+    }
+
+    public func rename(_ from: String, to: String) throws {
+        guard posixRename(from, to) == 0 else { throw Self.failure("rename", from + " -> " + to) }
+    }
+
+    public func syncDirectory(_ path: String) throws {
+        let fd = posixOpen(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Self.failure("open directory", path) }
+        defer { _ = posixClose(fd) }
+        guard fsync(fd) == 0 else { throw Self.failure("fsync directory", path) }
+    }
+
+    public func remove(_ path: String) throws {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Self.failure("unlink", path) }
+    }
+
+    public func lock(_ fd: Int32) throws -> Bool {
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            if errno == EWOULDBLOCK { return false }
+            throw Self.failure("flock", nil)
+        }
+        return true
+    }
+
+    public func close(_ fd: Int32) {
+        _ = posixClose(fd)
+    }
+}

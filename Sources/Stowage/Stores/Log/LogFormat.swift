@@ -1,0 +1,162 @@
+/// The byte layout of a log file: the file header and record framing (`Formats/log.md`).
+enum LogFormat {
+    static let magic: [UInt8] = Array("STOWLOG".utf8) + [0]
+    static let version: UInt16 = 1
+    static let fileHeaderSize = 32
+    static let frameSize = 16
+    static let maximumPayload = 0x7E00_0000
+    /// Payloads shorter than this are stored raw.
+    static let compressionThreshold = 64
+
+    enum RecordType: UInt8 {
+        case header = 1
+        case commit = 2
+        case checkpoint = 3
+    }
+
+    struct FileHeader: Equatable {
+        var salt: UInt64
+        var generation: UInt64
+    }
+
+    static func encodeFileHeader(_ header: FileHeader) -> [UInt8] {
+        var w = LogByteWriter(capacity: fileHeaderSize)
+        w.bytes.append(contentsOf: magic)
+        w.u16(version)
+        w.u16(0)
+        w.u64(header.salt)
+        w.u64(header.generation)
+        w.u32(CRC32C.mask(CRC32C.checksum(w.bytes)))
+        return w.bytes
+    }
+
+    /// Why a file header was refused.
+    enum HeaderProblem: Error {
+        /// Not a log file at all (or another version): `wrongFormat`.
+        case wrongFormat(String)
+        /// A log file whose header is damaged: `corruptStore`.
+        case damaged(String)
+    }
+
+    /// Checks the first bytes of a file (up to 32 of them; `fileSize` is the whole file's).
+    static func decodeFileHeader(_ bytes: [UInt8], fileSize: Int64) -> Result<FileHeader, HeaderProblem> {
+        if fileSize == 0 {
+            return .failure(.wrongFormat("the file is empty, so it is not a Stowage log store"))
+        }
+        let prefix = min(bytes.count, magic.count)
+        guard bytes.count > 0, Array(bytes[0..<prefix]) == Array(magic[0..<prefix]) else {
+            return .failure(.wrongFormat("the file does not start with the Stowage log magic \"STOWLOG\""))
+        }
+        guard bytes.count >= fileHeaderSize else {
+            return .failure(
+                .damaged("the file header is cut short: the file has \(fileSize) bytes, the header needs 32"))
+        }
+        var r = LogByteReader(bytes, position: 8)
+        let version = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
+        let flags = UInt16(bytes[10]) | UInt16(bytes[11]) << 8
+        guard version == Self.version else {
+            return .failure(
+                .wrongFormat("the file is log format version \(version); this Stowage reads version \(Self.version)"))
+        }
+        let stored = UInt32(bytes[28]) | UInt32(bytes[29]) << 8 | UInt32(bytes[30]) << 16 | UInt32(bytes[31]) << 24
+        guard CRC32C.mask(CRC32C.checksum(Array(bytes[0..<28]))) == stored else {
+            return .failure(.damaged("the file header's checksum does not match (offset 0)"))
+        }
+        guard flags == 0 else { return .failure(.damaged("the file header has unknown flags \(flags) (offset 10)")) }
+        _ = try? r.bytes(4)
+        guard let salt = try? r.u64(), let generation = try? r.u64() else {
+            return .failure(.damaged("the file header is cut short"))
+        }
+        return .success(FileHeader(salt: salt, generation: generation))
+    }
+
+    /// One framed record, ready to write at `offset`: compressed if that pays.
+    static func frame(type: RecordType, payload: [UInt8], salt: UInt64, offset: Int64) -> [UInt8] {
+        var stored = payload
+        var flags: UInt8 = 0
+        if payload.count >= compressionThreshold, let compressed = LZ4Block.compress(payload) {
+            stored = compressed
+            flags = 1
+        }
+        var w = LogByteWriter(capacity: frameSize + stored.count)
+        w.u32(UInt32(stored.count))
+        w.u8(type.rawValue)
+        w.u8(flags)
+        w.u16(0)
+        w.u32(UInt32(payload.count))
+        let crc = checksum(frame: w.bytes, payload: stored, salt: salt, offset: offset)
+        w.u32(CRC32C.mask(crc))
+        w.bytes.append(contentsOf: stored)
+        return w.bytes
+    }
+
+    static func checksum(frame: [UInt8], payload: [UInt8], salt: UInt64, offset: Int64) -> UInt32 {
+        var prefix = LogByteWriter(capacity: 28)
+        prefix.u64(salt)
+        prefix.u64(UInt64(bitPattern: offset))
+        prefix.bytes.append(contentsOf: frame[0..<12])
+        return CRC32C.update(CRC32C.update(0, prefix.bytes), payload)
+    }
+
+    /// What the reader found at an offset.
+    enum ReadOutcome {
+        /// A valid record: its type, its (decompressed) payload, and the offset after it.
+        case record(RecordType, [UInt8], next: Int64)
+        /// The end of the file, exactly.
+        case end
+        /// A torn or damaged record; the reason says which check failed.
+        case damaged(String)
+    }
+
+    /// Reads and checks the record at `offset`, in the order `Formats/log.md` gives.
+    static func readRecord(
+        _ fs: any LogFileSystem, _ fd: Int32, at offset: Int64, fileSize: Int64, salt: UInt64
+    ) throws -> ReadOutcome {
+        if offset == fileSize { return .end }
+        let left = fileSize - offset
+        guard left >= Int64(frameSize) else {
+            return .damaged("a torn record: \(left) bytes at offset \(offset), a record frame needs \(frameSize)")
+        }
+        let frame = try fs.read(fd, count: frameSize, at: offset)
+        guard frame.count == frameSize else { return .damaged("the file ended inside the frame at offset \(offset)") }
+        func u32(_ at: Int) -> UInt32 {
+            UInt32(frame[at]) | UInt32(frame[at + 1]) << 8 | UInt32(frame[at + 2]) << 16 | UInt32(frame[at + 3]) << 24
+        }
+        let storedLength = Int64(u32(0))
+        let uncompressedLength = Int64(u32(8))
+        guard let type = RecordType(rawValue: frame[4]) else {
+            return .damaged("unknown record type \(frame[4]) at offset \(offset)")
+        }
+        let flags = frame[5]
+        guard flags & ~1 == 0, frame[6] == 0, frame[7] == 0 else {
+            return .damaged("unknown record flags at offset \(offset)")
+        }
+        guard storedLength <= left - Int64(frameSize), storedLength <= Int64(maximumPayload) else {
+            return .damaged(
+                "a torn record: its length \(storedLength) at offset \(offset) runs past the end of the file")
+        }
+        let compressed = flags & 1 != 0
+        if compressed {
+            guard storedLength > 0, uncompressedLength <= min(Int64(maximumPayload), storedLength * 255) else {
+                return .damaged("an impossible uncompressed length \(uncompressedLength) at offset \(offset)")
+            }
+        } else {
+            guard uncompressedLength == storedLength else {
+                return .damaged("the lengths of the raw record at offset \(offset) disagree")
+            }
+        }
+        let stored = try fs.read(fd, count: Int(storedLength), at: offset + Int64(frameSize))
+        guard stored.count == Int(storedLength) else {
+            return .damaged("the file ended inside the record at offset \(offset)")
+        }
+        guard checksum(frame: frame, payload: stored, salt: salt, offset: offset) == CRC32C.unmask(u32(12)) else {
+            return .damaged("the checksum of the record at offset \(offset) does not match")
+        }
+        let next = offset + Int64(frameSize) + storedLength
+        guard compressed else { return .record(type, stored, next: next) }
+        guard let payload = LZ4Block.decompress(stored, length: Int(uncompressedLength)) else {
+            return .damaged("the LZ4 payload of the record at offset \(offset) does not decompress")
+        }
+        return .record(type, payload, next: next)
+    }
+}

@@ -1,0 +1,233 @@
+import Foundation
+
+extension LogStore {
+    /// What opening a log file produced.
+    struct Opened {
+        var table: SnapshotTable
+        var writer: WriterState
+        var map: LogEntityMap
+        var description: LogSchemaDescription
+        var createdAt: Int64
+        var report: RecoveryReport?
+    }
+
+    static func newSalt(_ configuration: LogStoreConfiguration, generation: UInt64) -> UInt64 {
+        if let fixed = configuration.fixedSalt {
+            let salt = fixed &+ generation
+            return salt == 0 ? 1 : salt
+        }
+        return UInt64.random(in: 1...UInt64.max)
+    }
+
+    /// Locks, then opens or creates the file, then replays it.
+    static func open(
+        path: String, directory: String, schema: Schema, configuration: LogStoreConfiguration
+    ) throws -> Opened {
+        let fs = configuration.fileSystem
+        if !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw DataStoreError(.ioFailure, "cannot create the directory \(directory) for the log store: \(error)")
+            }
+        }
+        guard let lockFD = try fs.open(path + ".lock", mode: .createOrOpen) else {
+            throw DataStoreError(.ioFailure, "cannot open the lock file \(path).lock")
+        }
+        do {
+            // A moment's grace: a process forked by this one (to exec something else)
+            // holds a copy of the descriptor, and so the lock, until it execs.
+            var locked = try fs.lock(lockFD)
+            for _ in 0..<20 where !locked {
+                usleep(5_000)
+                locked = try fs.lock(lockFD)
+            }
+            guard locked else {
+                throw DataStoreError(
+                    .storeLocked,
+                    "the log store at \(path) is open elsewhere (another process, or another container in this "
+                        + "one); close it there first")
+            }
+            // A compaction that did not reach its rename leaves this behind; the lock is ours.
+            try fs.remove(path + ".compact")
+            if let fd = try fs.open(path, mode: .existing) {
+                do {
+                    return try openExisting(
+                        fd: fd, lockFD: lockFD, path: path, schema: schema, configuration: configuration)
+                } catch {
+                    fs.close(fd)
+                    throw error
+                }
+            }
+            return try create(
+                lockFD: lockFD, path: path, directory: directory, schema: schema, configuration: configuration)
+        } catch {
+            fs.close(lockFD)
+            throw error
+        }
+    }
+
+    /// Writes a new, empty log to `<file>.compact`, syncs it and renames it into place, so
+    /// that a crash never leaves an empty or half-written file at the store's path.
+    private static func create(
+        lockFD: Int32, path: String, directory: String, schema: Schema, configuration: LogStoreConfiguration
+    ) throws -> Opened {
+        let fs = configuration.fileSystem
+        let identifier = configuration.fixedStoreIdentifier ?? "log-" + UUID().uuidString
+        let description = LogSchemaDescription(schema)
+        let createdAt = configuration.clock?() ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
+        let header = LogFormat.FileHeader(salt: newSalt(configuration, generation: 0), generation: 0)
+        let bytes = headerBytes(header, storeIdentifier: identifier, createdAt: createdAt, schema: description)
+        let temporary = path + ".compact"
+        guard let fd = try fs.open(temporary, mode: .createNew) else {
+            throw DataStoreError(.ioFailure, "cannot create \(temporary)")
+        }
+        do {
+            try fs.write(fd, bytes, at: 0)
+            try fs.sync(fd)
+            try fs.rename(temporary, to: path)
+        } catch {
+            fs.close(fd)
+            try? fs.remove(temporary)
+            throw error
+        }
+        do {
+            try fs.syncDirectory(directory)
+        } catch {
+            fs.close(fd)
+            throw error
+        }
+        let map = LogEntityMap(storeIdentifier: identifier, description: description)
+        return Opened(
+            table: SnapshotTable(schema: schema, storeIdentifier: identifier),
+            writer: WriterState(
+                fd: fd, lockFD: lockFD, salt: header.salt, generation: 0, end: Int64(bytes.count), nextTransactionID: 1),
+            map: map, description: description, createdAt: createdAt, report: nil)
+    }
+
+    /// The file header followed by the header record.
+    static func headerBytes(
+        _ header: LogFormat.FileHeader, storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription
+    ) -> [UInt8] {
+        var bytes = LogFormat.encodeFileHeader(header)
+        let payload = LogCodec.encodeHeader(storeIdentifier: storeIdentifier, createdAt: createdAt, schema: schema)
+        bytes += LogFormat.frame(type: .header, payload: payload, salt: header.salt, offset: Int64(bytes.count))
+        return bytes
+    }
+
+    private static func openExisting(
+        fd: Int32, lockFD: Int32, path: String, schema: Schema, configuration: LogStoreConfiguration
+    ) throws -> Opened {
+        let fs = configuration.fileSystem
+        let size = try fs.size(fd)
+        let first = try fs.read(fd, count: LogFormat.fileHeaderSize, at: 0)
+        let header: LogFormat.FileHeader
+        switch LogFormat.decodeFileHeader(first, fileSize: size) {
+        case .success(let decoded): header = decoded
+        case .failure(.wrongFormat(let reason)):
+            throw DataStoreError(.wrongFormat, "\(path) is not a Stowage log store: \(reason); it was left untouched")
+        case .failure(.damaged(let reason)):
+            throw DataStoreError(.corruptStore, "\(path): \(reason); it was left untouched")
+        }
+
+        // The header record: without it nothing in the file can be read.
+        let headerOffset = Int64(LogFormat.fileHeaderSize)
+        let identifier: String
+        let createdAt: Int64
+        let stored: LogSchemaDescription
+        var offset: Int64
+        switch try LogFormat.readRecord(fs, fd, at: headerOffset, fileSize: size, salt: header.salt) {
+        case .record(.header, let payload, let next):
+            do {
+                (identifier, createdAt, stored) = try LogCodec.decodeHeader(payload)
+            } catch {
+                throw DataStoreError(.corruptStore, "\(path): the header record at offset 32 does not decode: \(error)")
+            }
+            offset = next
+        case .record(let type, _, _):
+            throw DataStoreError(.corruptStore, "\(path): the record at offset 32 is of type \(type), not the header")
+        case .end:
+            throw DataStoreError(.corruptStore, "\(path): the file ends before its header record (offset 32)")
+        case .damaged(let reason):
+            throw DataStoreError(.corruptStore, "\(path): the header record is damaged: \(reason)")
+        }
+        if let difference = stored.difference(from: LogSchemaDescription(schema)) {
+            throw DataStoreError(.schemaMismatch, "\(path): the schema does not match the store's: \(difference)")
+        }
+
+        // Replay the commits, and stop at the first record that fails a check.
+        let map = LogEntityMap(storeIdentifier: identifier, description: stored)
+        var table = SnapshotTable(schema: schema, storeIdentifier: identifier)
+        var lastTransaction: UInt64 = 0
+        var commits = 0
+        var damage: String?
+        scan: while true {
+            switch try LogFormat.readRecord(fs, fd, at: offset, fileSize: size, salt: header.salt) {
+            case .end:
+                break scan
+            case .damaged(let reason):
+                damage = reason
+                break scan
+            case .record(.commit, let payload, let next):
+                do {
+                    let commit = try LogCodec.decodeCommit(payload, map: map)
+                    table.replay(commit)
+                    lastTransaction = max(lastTransaction, commit.transactionID)
+                    commits += 1
+                    offset = next
+                } catch {
+                    damage = "the commit at offset \(offset) does not decode: \(error)"
+                    break scan
+                }
+            case .record(let type, _, _):
+                damage = "a record of type \(type) at offset \(offset), where only commits may follow the header"
+                break scan
+            }
+        }
+
+        var report: RecoveryReport?
+        if let damage {
+            if configuration.recovery == .strict {
+                throw DataStoreError(
+                    .corruptStore,
+                    "\(path) is damaged at offset \(offset): \(damage); strict recovery refuses to open it "
+                        + "(the file is unchanged; point-in-time recovery would keep the first \(offset) bytes)")
+            }
+            try fs.truncate(fd, to: offset)
+            try fs.sync(fd)
+            report = RecoveryReport(
+                validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
+        }
+        return Opened(
+            table: table,
+            writer: WriterState(
+                fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
+                nextTransactionID: lastTransaction + 1),
+            map: map, description: stored, createdAt: createdAt, report: report)
+    }
+
+    /// The start of every record in a log file, then its end: for tests and tools.
+    @_spi(Testing) public static func recordOffsets(ofFileAt url: URL) throws -> [Int64] {
+        let fs = POSIXLogFileSystem()
+        guard let fd = try fs.open(url.path, mode: .existing) else {
+            throw DataStoreError(.ioFailure, "no file at \(url.path)")
+        }
+        defer { fs.close(fd) }
+        let size = try fs.size(fd)
+        guard case .success(let header) = LogFormat.decodeFileHeader(try fs.read(fd, count: 32, at: 0), fileSize: size)
+        else {
+            throw DataStoreError(.wrongFormat, "\(url.path) has no valid log header")
+        }
+        var offsets: [Int64] = []
+        var offset = Int64(LogFormat.fileHeaderSize)
+        while case .record(_, _, let next) = try LogFormat.readRecord(
+            fs, fd, at: offset, fileSize: size, salt: header.salt)
+        {
+            offsets.append(offset)
+            offset = next
+        }
+        offsets.append(offset)
+        return offsets
+    }
+}

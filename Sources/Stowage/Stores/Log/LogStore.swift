@@ -1,0 +1,310 @@
+import Foundation
+import Synchronization
+
+/// The default on-disk store: an append-only log of checksummed commit records.
+///
+/// `ModelConfiguration(url:)` and `ModelContainer(for:)` open one; so does
+/// ``LogStoreConfiguration``, which also chooses durability and recovery. The file format
+/// is `Formats/log.md`.
+///
+/// - A save is one commit record, written with one write and (by default) `fdatasync`ed
+///   before the save returns. It is visible after a crash if and only if the whole record
+///   is valid.
+/// - Opening replays the log into memory, checking every record's CRC32C. A torn or
+///   damaged tail is cut off (``LogStoreConfiguration/Recovery/pointInTime``) or refused
+///   (``LogStoreConfiguration/Recovery/strict``).
+/// - One process at a time: the store holds an exclusive `flock` on `<file>.lock`.
+///   A second opener, in this process or another, gets ``DataStoreError/storeLocked``.
+/// - ``compact()`` rewrites the live records into a new file and renames it into place.
+///
+/// This first version keeps every record in memory (a ``SnapshotTable``), as
+/// ``MemoryStore`` does, with the log as the durable truth. It writes no checkpoints, and
+/// concurrent saves are serialised, each with its own sync (no group commit yet).
+public final class LogStore: DataStore, DataStoreBatching {
+    public let configuration: LogStoreConfiguration
+    public let identifier: String
+    public let schema: Schema
+    /// What opening had to cut off the end of the file, or `nil` when the file was whole.
+    public let lastRecovery: RecoveryReport?
+    /// When the store was created, in milliseconds since 1970.
+    public let createdAt: Int64
+
+    let fs: any LogFileSystem
+    let path: String
+    let directory: String
+    let map: LogEntityMap
+    let storedSchema: LogSchemaDescription
+    let table: Mutex<SnapshotTable>
+    let writer: Mutex<WriterState>
+
+    /// The writer's side: the file, where the valid prefix ends, and whether saves may go on.
+    struct WriterState {
+        var fd: Int32
+        var lockFD: Int32
+        var salt: UInt64
+        var generation: UInt64
+        /// The end of the valid prefix: where the next record goes.
+        var end: Int64
+        var nextTransactionID: UInt64
+        /// Why the store refuses saves, once it does.
+        var unusable: String?
+        var closed = false
+    }
+
+    /// What opening found when the end of the log was torn or damaged.
+    public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
+        /// The bytes kept: the file's length after recovery.
+        public let validLength: Int64
+        /// The bytes cut off the end.
+        public let droppedBytes: Int64
+        /// What was wrong at `validLength`.
+        public let reason: String
+        /// The commits replayed from the valid prefix.
+        public let commitsReplayed: Int
+
+        public var description: String {
+            "kept \(validLength) bytes (\(commitsReplayed) commits), dropped \(droppedBytes): \(reason)"
+        }
+    }
+
+    /// Opens the store at the configuration's URL, creating it (and its directory) if
+    /// there is no file there.
+    /// - Throws: ``DataStoreError`` `.storeLocked`, `.wrongFormat`, `.corruptStore`,
+    ///   `.schemaMismatch` or `.ioFailure`.
+    public init(_ configuration: LogStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
+        guard let schema = configuration.schema else {
+            throw DataStoreError(.unsupportedFeature, "a LogStoreConfiguration needs a schema")
+        }
+        let url = configuration.url.standardizedFileURL
+        let opened = try Self.open(
+            path: url.path, directory: url.deletingLastPathComponent().path, schema: schema,
+            configuration: configuration)
+        self.configuration = configuration
+        self.schema = schema
+        self.fs = configuration.fileSystem
+        self.path = url.path
+        self.directory = url.deletingLastPathComponent().path
+        self.identifier = opened.map.storeIdentifier
+        self.map = opened.map
+        self.storedSchema = opened.description
+        self.createdAt = opened.createdAt
+        self.lastRecovery = opened.report
+        self.table = Mutex(opened.table)
+        self.writer = Mutex(opened.writer)
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the file and releases the lock. Reads still answer from memory; saves throw
+    /// ``DataStoreError/storeUnusable``. Dropping the store closes it too.
+    public func close() {
+        writer.withLock { w in
+            guard !w.closed else { return }
+            fs.close(w.fd)
+            fs.close(w.lockFD)
+            w.closed = true
+            if w.unusable == nil { w.unusable = "the store was closed" }
+        }
+    }
+
+    /// The length of the log file's valid prefix, in bytes.
+    public var fileLength: Int64 { writer.withLock { $0.end } }
+
+    var now: Int64 {
+        configuration.clock?() ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
+    }
+
+    // MARK: Reading
+
+    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T> {
+        let snapshots = try table.withLock { try $0.fetch(request.query) }
+        return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
+    }
+
+    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
+        table.withLock { $0.plan(request.query).description }
+    }
+
+    public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
+        try table.withLock { try $0.count(request.query) }
+    }
+
+    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
+        -> [PersistentIdentifier]
+    {
+        try table.withLock { try $0.identifiers(request.query) }
+    }
+
+    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
+        table.withLock { table in
+            var result: [PersistentIdentifier: DefaultSnapshot] = [:]
+            for id in identifiers {
+                if let snapshot = table.snapshot(for: id) { result[id] = snapshot }
+            }
+            return result
+        }
+    }
+
+    /// Every stored record of an entity, in primary-key order.
+    public func allSnapshots(of entityName: String) -> [DefaultSnapshot] {
+        table.withLock { $0.allSnapshots(of: entityName) }
+    }
+
+    /// The number of stored records.
+    public var recordCount: Int { table.withLock { $0.count } }
+
+    // MARK: Writing
+
+    public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
+        let prepared = try writer.withLock { w in
+            try commit(&w, author: request.editingState.author) { try $0.prepare(request) }
+        }
+        return DataStoreSaveChangesResult(
+            storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
+            snapshotsToReregister: prepared.reregister)
+    }
+
+    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
+        try writer.withLock { w in
+            var doomed: [PersistentIdentifier] = []
+            _ = try commit(&w, author: request.editingState.author) { table in
+                let snapshots = try table.fetch(request.query)
+                doomed = snapshots.map(\.persistentIdentifier)
+                return try table.prepare(
+                    DataStoreSaveChangesRequest(
+                        editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
+            }
+            return doomed
+        }
+    }
+
+    /// Validates a save, appends its commit record, syncs, and only then applies it.
+    /// Called with the writer lock held, so the table cannot change in between.
+    private func commit(
+        _ w: inout WriterState, author: String?, prepare: (SnapshotTable) throws -> SnapshotTable.PreparedSave
+    ) throws -> SnapshotTable.PreparedSave {
+        try checkWritable(w)
+        let prepared = try table.withLock { try prepare($0) }
+        if SnapshotTable.isEmpty(prepared) { return prepared }
+        let commit = SnapshotTable.commit(
+            prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
+        let payload = try LogCodec.encodeCommit(commit, map: map)
+        try append(&w, type: .commit, payload: payload)
+        table.withLock { $0.apply(prepared) }
+        w.nextTransactionID += 1
+        return prepared
+    }
+
+    func checkWritable(_ w: WriterState) throws {
+        if let reason = w.unusable {
+            throw DataStoreError(.storeUnusable, "the log store at \(path) refuses saves: \(reason)")
+        }
+    }
+
+    /// Appends one record at the end of the valid prefix and, for `.full`, syncs it.
+    /// On failure the file is cut back to the prefix, and the in-memory state is unchanged.
+    private func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8]) throws {
+        guard payload.count <= LogFormat.maximumPayload else {
+            throw DataStoreError(
+                .unsupportedFeature, "a save of \(payload.count) bytes is larger than a log record can be")
+        }
+        let record = LogFormat.frame(type: type, payload: payload, salt: w.salt, offset: w.end)
+        do {
+            try fs.write(w.fd, record, at: w.end)
+        } catch {
+            do {
+                try fs.truncate(w.fd, to: w.end)
+            } catch {
+                w.unusable = "a failed write could not be cut back off the end of the file (\(error))"
+            }
+            throw DataStoreError(
+                .ioFailure, "writing a commit at offset \(w.end) of \(path) failed; nothing was saved",
+                underlying: error)
+        }
+        if configuration.durability == .full {
+            do {
+                try fs.sync(w.fd)
+            } catch {
+                // After a failed fsync the kernel may have dropped the dirty pages: never
+                // retry and carry on. Cut the unacknowledged record off if we can.
+                w.unusable = "fdatasync failed (\(error)); reopen the store to go on"
+                try? fs.truncate(w.fd, to: w.end)
+                throw DataStoreError(
+                    .ioFailure,
+                    "syncing a commit of \(path) failed; the save was not made durable and "
+                        + "the store refuses further saves", underlying: error)
+            }
+        }
+        w.end += Int64(record.count)
+    }
+
+    /// Removes every record: the file is replaced by an empty log, atomically.
+    public func erase() throws {
+        try writer.withLock { w in
+            try checkWritable(w)
+            let empty = SnapshotTable(schema: schema, storeIdentifier: identifier)
+            try rewrite(&w, from: empty)
+            table.withLock { $0.removeAll() }
+        }
+    }
+}
+
+/// Opens a ``LogStore``: where the file is, how durable a save is, and what to do with a
+/// damaged file.
+public struct LogStoreConfiguration: DataStoreConfiguration {
+    public typealias Store = LogStore
+
+    /// When a save returns.
+    public enum Durability: Sendable, Hashable {
+        /// After `fdatasync`: a returned save survives power loss. The default.
+        case full
+        /// After the write, without a sync: an OS crash or power loss can lose the last
+        /// saves, but never corrupts the file or leaves half a save.
+        case relaxed
+    }
+
+    /// What opening does with a torn or damaged log (the names follow RocksDB's).
+    public enum Recovery: Sendable, Hashable {
+        /// Keep the valid prefix, cut the rest off (after a sync), and report it in
+        /// ``LogStore/lastRecovery``. The default.
+        case pointInTime
+        /// Refuse to open a file with any damage, with ``DataStoreError/corruptStore``
+        /// giving the offset. The file is left as it is.
+        case strict
+    }
+
+    public var name: String
+    public var schema: Schema?
+    /// The log file. Its directory is created if missing; `<file>.lock` sits beside it.
+    public var url: URL
+    public var durability: Durability
+    public var recovery: Recovery
+
+    /// The file operations; tests put a fault-injecting one here.
+    @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
+    /// A fixed salt for new files (the sample files); otherwise a random one.
+    @_spi(Testing) public var fixedSalt: UInt64?
+    /// A fixed store identifier for a new file (the sample files).
+    @_spi(Testing) public var fixedStoreIdentifier: String?
+    /// The clock for commit timestamps, in milliseconds since 1970 (the sample files).
+    @_spi(Testing) public var clock: (@Sendable () -> Int64)?
+
+    public init(
+        name: String? = nil, schema: Schema? = nil, url: URL, durability: Durability = .full,
+        recovery: Recovery = .pointInTime
+    ) {
+        self.name = name ?? url.deletingPathExtension().lastPathComponent
+        self.schema = schema
+        self.url = url
+        self.durability = durability
+        self.recovery = recovery
+    }
+
+    public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
+        var configuration = self
+        configuration.schema = self.schema ?? schema
+        return try LogStore(configuration, migrationPlan: migrationPlan)
+    }
+}

@@ -1,0 +1,84 @@
+// The child process of the LogStore crash tests (Tests/StowageTests/LogCrashTests.swift).
+//
+//   LogCrashChild save <store-file>     saves numbered batches forever, printing each
+//                                       acknowledged batch number (after "ready")
+//   LogCrashChild lock <store-file>     tries to open the store; prints "opened" or the
+//                                       DataStoreError code, e.g. "storeLocked"
+//   LogCrashChild default               opens ModelContainer(for:) with no configuration
+//                                       (under $XDG_DATA_HOME), saves one batch, prints
+//                                       "saved <path>"
+import Foundation
+import Stowage
+
+/// One row of a batch. LogCrashTests declares the same model, so both open the same schema.
+@Model
+final class CrashBatch {
+    var batch: Int
+    var index: Int
+    var payload: String
+
+    init(batch: Int, index: Int, payload: String) {
+        self.batch = batch
+        self.index = index
+        self.payload = payload
+    }
+}
+
+/// The rows in batch `n`; LogCrashTests uses the same formula.
+func batchSize(_ n: Int) -> Int { 1 + (n &* 7919) % 40 }
+
+func say(_ line: String) {
+    print(line)
+    fflush(nil)  // every stream: `stdout` itself is shared mutable state to Swift 6
+}
+
+func insertBatch(_ n: Int, into context: ModelContext) {
+    for i in 0..<batchSize(n) {
+        let payload = String(repeating: "batch \(n) row \(i) ", count: (n &* 31 &+ i) % 12)
+        context.insert(CrashBatch(batch: n, index: i, payload: payload))
+    }
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 2 else {
+    say("usage: LogCrashChild save <store-file> | lock <store-file> | default")
+    exit(64)
+}
+
+do {
+    switch arguments[1] {
+    case "save" where arguments.count >= 3:
+        let configuration = LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))
+        let container = try ModelContainer(for: Schema([CrashBatch.self]), configurations: [configuration])
+        var next = (try ModelContext(container).fetch(FetchDescriptor<CrashBatch>()).map(\.batch).max() ?? 0) + 1
+        say("ready")
+        while true {
+            let context = ModelContext(container)
+            insertBatch(next, into: context)
+            try context.save()
+            say(String(next))
+            next += 1
+        }
+    case "lock" where arguments.count >= 3:
+        let configuration = LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))
+        do {
+            _ = try ModelContainer(for: Schema([CrashBatch.self]), configurations: [configuration])
+            say("opened")
+        } catch let error as DataStoreError {
+            say(error.code.rawValue)
+            say(error.message)
+        }
+    case "default":
+        let container = try ModelContainer(for: CrashBatch.self)
+        let context = ModelContext(container)
+        insertBatch(1, into: context)
+        try context.save()
+        say("saved " + ModelConfiguration().url.path)
+    default:
+        say("unknown mode \(arguments[1])")
+        exit(64)
+    }
+} catch {
+    say("error \(error)")
+    exit(1)
+}

@@ -1,0 +1,146 @@
+import Foundation
+@_spi(Testing) import Stowage
+import Synchronization
+
+/// A trip in the log format samples (`Formats/samples/`). Kept apart from the other test
+/// models so that the samples only change when the format does.
+@Model
+public final class LogSampleTrip {
+    public var name: String
+    public var startDate: Date
+    public var budget: Double = 0
+    public var note: String?
+    @Relationship(deleteRule: .cascade, inverse: \LogSampleItem.trip) public var items: [LogSampleItem] = []
+
+    public init(name: String, startDate: Date = Date(timeIntervalSince1970: 0)) {
+        self.name = name
+        self.startDate = startDate
+    }
+}
+
+@Model
+public final class LogSampleItem {
+    public var name: String
+    public var quantity: Int = 1
+    public var trip: LogSampleTrip?
+
+    public init(name: String, quantity: Int = 1) {
+        self.name = name
+        self.quantity = quantity
+    }
+}
+
+/// Writes the log format samples deterministically: a fixed salt, store identifier and clock.
+public enum LogSamples {
+    public static let salt: UInt64 = 0x5354_4F57_4147_4531
+    public static let storeIdentifier = "log-00000000-0000-0000-0000-000000005A11"
+    public static let schema = Schema([LogSampleTrip.self, LogSampleItem.self])
+    /// The first commit's timestamp; each later one is a second on.
+    public static let firstTimestamp: Int64 = 1_767_225_600_000
+
+    /// A configuration that writes the same bytes every time.
+    public static func configuration(url: URL) -> LogStoreConfiguration {
+        var configuration = LogStoreConfiguration(schema: schema, url: url)
+        configuration.fixedSalt = salt
+        configuration.fixedStoreIdentifier = storeIdentifier
+        let tick = Mutex<Int64>(firstTimestamp - 1000)
+        configuration.clock = {
+            tick.withLock {
+                $0 += 1000
+                return $0
+            }
+        }
+        return configuration
+    }
+
+    static func snapshot(_ entityName: String, _ values: [String: SnapshotValue]) -> DefaultSnapshot {
+        let entity = schema.entitiesByName[entityName]!
+        return DefaultSnapshot(
+            persistentIdentifier: .temporaryForTesting(entityName: entityName),
+            values: entity.properties.map {
+                values[$0.name] ?? ($0.isRelationship && !$0.isOptional ? .array([]) : .null)
+            })
+    }
+
+    /// Writes `trips-v1.stowlog` (four commits) and `trips-v1-torn.stowlog` (the last
+    /// commit cut in half) into `directory`.
+    public static func write(to directory: URL) throws {
+        let url = directory.appendingPathComponent("trips-v1.stowlog")
+        try? FileManager.default.removeItem(at: url)
+        do {
+            let store = try LogStore(configuration(url: url), migrationPlan: nil)
+            func save(
+                _ inserted: [DefaultSnapshot], _ updated: [DefaultSnapshot] = [], _ deleted: [DefaultSnapshot] = [],
+                author: String? = nil
+            ) throws -> [PersistentIdentifier: PersistentIdentifier] {
+                try store.save(
+                    DataStoreSaveChangesRequest(
+                        editingState: EditingState(author: author), inserted: inserted, updated: updated,
+                        deleted: deleted)
+                ).remappedIdentifiers
+            }
+            // 1: a small trip with two items (raw records).
+            let lisbon = snapshot(
+                "LogSampleTrip",
+                [
+                    "name": .string("Lisbon"), "startDate": .date(Date(timeIntervalSince1970: 1_780_000_000)),
+                    "budget": .double(900),
+                ])
+            let passport = snapshot(
+                "LogSampleItem",
+                ["name": .string("Passport"), "quantity": .int(1), "trip": .identifier(lisbon.persistentIdentifier)])
+            let charger = snapshot(
+                "LogSampleItem",
+                ["name": .string("Charger"), "quantity": .int(2), "trip": .identifier(lisbon.persistentIdentifier)])
+            var lisbonWithItems = lisbon
+            lisbonWithItems.values[schema.entitiesByName["LogSampleTrip"]!.property(named: "items")!.index] =
+                .array([.identifier(passport.persistentIdentifier), .identifier(charger.persistentIdentifier)])
+            let first = try save([lisbonWithItems, passport, charger])
+            // 2: a trip with twenty similar items (compresses: an LZ4 record).
+            let oslo = snapshot(
+                "LogSampleTrip",
+                [
+                    "name": .string("Oslo"), "startDate": .date(Date(timeIntervalSince1970: 1_790_000_000)),
+                    "budget": .double(0), "note": .string("Bring wool, wool and more wool."),
+                ])
+            let socks = (1...20).map { n in
+                snapshot(
+                    "LogSampleItem",
+                    [
+                        "name": .string("Wool socks, pair \(n)"), "quantity": .int(Int64(n)),
+                        "trip": .identifier(oslo.persistentIdentifier),
+                    ])
+            }
+            var osloWithItems = oslo
+            osloWithItems.values[schema.entitiesByName["LogSampleTrip"]!.property(named: "items")!.index] =
+                .array(socks.map { .identifier($0.persistentIdentifier) })
+            _ = try save([osloWithItems] + socks)
+            // 3: update Lisbon's budget and drop the charger.
+            let lisbonID = first[lisbon.persistentIdentifier]!
+            let chargerID = first[charger.persistentIdentifier]!
+            let passportID = first[passport.persistentIdentifier]!
+            var lisbonValues = try store.snapshots(for: [lisbonID])[lisbonID]!.values
+            let tripEntity = schema.entitiesByName["LogSampleTrip"]!
+            lisbonValues[tripEntity.property(named: "budget")!.index] = .double(1250)
+            lisbonValues[tripEntity.property(named: "items")!.index] = .array([.identifier(passportID)])
+            _ = try save(
+                [], [DefaultSnapshot(persistentIdentifier: lisbonID, values: lisbonValues)],
+                [try store.snapshots(for: [chargerID])[chargerID]!], author: "sampler")
+            // 4: one more trip.
+            let kyoto = snapshot(
+                "LogSampleTrip",
+                [
+                    "name": .string("Kyoto"), "startDate": .date(Date(timeIntervalSince1970: 1_800_000_000)),
+                    "budget": .double(2400.5), "note": .string("Temples"),
+                ])
+            _ = try save([kyoto], author: "sampler")
+        }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("trips-v1.stowlog.lock"))
+        // The torn copy: the last commit cut in half.
+        let bytes = try Data(contentsOf: url)
+        let offsets = try LogStore.recordOffsets(ofFileAt: url)
+        let last = offsets[offsets.count - 2]
+        let cut = Int(last) + Int(offsets[offsets.count - 1] - last) / 2
+        try bytes.prefix(cut).write(to: directory.appendingPathComponent("trips-v1-torn.stowlog"))
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+@_spi(Testing) import Stowage
+import Synchronization
+
+/// A fresh, unique directory for one log store test.
+public struct LogTestDirectory: Sendable {
+    public let url: URL
+
+    /// The store file inside the directory.
+    public var storeURL: URL { url.appendingPathComponent("store.stowlog") }
+
+    public static func fresh() -> LogTestDirectory {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("stowage-log-tests", isDirectory: true)
+            .appendingPathComponent(UUID().uuidString, isDirectory: true)
+        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return LogTestDirectory(url: url)
+    }
+
+    /// Deletes the directory and everything in it.
+    public func remove() {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+/// A file system that fails one chosen call: the Nth write, sync, truncate, rename or
+/// directory sync after it is armed. A failing write first writes half its bytes, as a
+/// torn write would.
+public final class FaultInjectingFileSystem: LogFileSystem {
+    public enum Operation: String, Sendable, CaseIterable {
+        case write, sync, truncate, rename, syncDirectory
+    }
+
+    private struct State {
+        var counts: [Operation: Int] = [:]
+        var failAt: [Operation: Int] = [:]
+        var injected: [Operation] = []
+    }
+
+    private let base = POSIXLogFileSystem()
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Makes the `n`th call of `operation` from now on fail (1 is the next one).
+    public func arm(_ operation: Operation, failOn n: Int) {
+        state.withLock {
+            $0.counts[operation] = 0
+            $0.failAt[operation] = n
+        }
+    }
+
+    /// Clears every armed failure.
+    public func disarm() {
+        state.withLock { $0.failAt = [:] }
+    }
+
+    /// The failures injected so far.
+    public var injected: [Operation] { state.withLock { $0.injected } }
+
+    private func shouldFail(_ operation: Operation) -> Bool {
+        state.withLock { s in
+            s.counts[operation, default: 0] += 1
+            guard let n = s.failAt[operation], s.counts[operation] == n else { return false }
+            s.injected.append(operation)
+            return true
+        }
+    }
+
+    private func injected(_ operation: Operation) -> DataStoreError {
+        DataStoreError(.ioFailure, "injected \(operation.rawValue) failure")
+    }
+
+    public func open(_ path: String, mode: LogOpenMode) throws -> Int32? { try base.open(path, mode: mode) }
+    public func size(_ fd: Int32) throws -> Int64 { try base.size(fd) }
+    public func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8] {
+        try base.read(fd, count: count, at: offset)
+    }
+
+    public func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) throws {
+        if shouldFail(.write) {
+            try? base.write(fd, Array(bytes.prefix(bytes.count / 2)), at: offset)
+            throw injected(.write)
+        }
+        try base.write(fd, bytes, at: offset)
+    }
+
+    public func sync(_ fd: Int32) throws {
+        if shouldFail(.sync) { throw injected(.sync) }
+        try base.sync(fd)
+    }
+
+    public func truncate(_ fd: Int32, to length: Int64) throws {
+        if shouldFail(.truncate) { throw injected(.truncate) }
+        try base.truncate(fd, to: length)
+    }
+
+    public func rename(_ from: String, to: String) throws {
+        if shouldFail(.rename) { throw injected(.rename) }
+        try base.rename(from, to: to)
+    }
+
+    public func syncDirectory(_ path: String) throws {
+        if shouldFail(.syncDirectory) { throw injected(.syncDirectory) }
+        try base.syncDirectory(path)
+    }
+
+    public func remove(_ path: String) throws { try base.remove(path) }
+    public func lock(_ fd: Int32) throws -> Bool { try base.lock(fd) }
+    public func close(_ fd: Int32) { base.close(fd) }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Stowage
+import StowageTestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The child process's model (Tests/LogCrashChild/main.swift declares the same one).
+@Model
+final class CrashBatch {
+    var batch: Int
+    var index: Int
+    var payload: String
+
+    init(batch: Int, index: Int, payload: String) {
+        self.batch = batch
+        self.index = index
+        self.payload = payload
+    }
+}
+
+/// Real processes against the log store: SIGKILL at random moments, and a second process
+/// that finds the store locked.
+@Suite("LogStore crash safety", .serialized)
+struct LogCrashTests {
+    static let schema = Schema([CrashBatch.self])
+
+    /// The rows in batch `n`, as the child makes them.
+    static func batchSize(_ n: Int) -> Int { 1 + (n &* 7919) % 40 }
+
+    /// The child executable, built beside the test bundle.
+    static var child: URL {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return executable.deletingLastPathComponent().appendingPathComponent("LogCrashChild")
+    }
+
+    static func run(_ arguments: [String], environment: [String: String]? = nil) throws -> String {
+        let process = Process()
+        process.executableURL = child
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    @Test func theChildIsBuilt() {
+        #expect(FileManager.default.isExecutableFile(atPath: Self.child.path), "missing \(Self.child.path)")
+    }
+
+    @Test func aSecondProcessGetsStoreLocked() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let store = try LogStore(
+            LogStoreConfiguration(schema: Self.schema, url: directory.storeURL), migrationPlan: nil)
+        let output = try Self.run(["lock", directory.storeURL.path])
+        #expect(output.hasPrefix("storeLocked"), "\(output)")
+        store.close()
+        #expect(try Self.run(["lock", directory.storeURL.path]).hasPrefix("opened"))
+    }
+
+    @Test func theDefaultContainerLivesUnderXDGDataHome() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_DATA_HOME"] = directory.url.path
+        let output = try Self.run(["default"], environment: environment)
+        let expected = directory.url.appendingPathComponent("default.store")
+        #expect(output == "saved \(expected.path)\n")
+        let store = try LogStore(LogStoreConfiguration(schema: Self.schema, url: expected), migrationPlan: nil)
+        #expect(store.recordCount == Self.batchSize(1))
+    }
+
+    @Test func killNineNeverLosesAnAcknowledgedBatchNorLeavesHalfOne() throws {
+        let soak = ProcessInfo.processInfo.environment["STOWAGE_SOAK"] == "1"
+        let rounds = soak ? 2000 : 200
+        let seed =
+            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 0...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        var directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        var acknowledged: Set<Int> = []
+        var killedWhileSaving = 0
+        for round in 0..<rounds {
+            if round % 40 == 39 {
+                directory.remove()
+                directory = LogTestDirectory.fresh()
+                acknowledged = []
+            }
+            let process = Process()
+            process.executableURL = Self.child
+            process.arguments = ["save", directory.storeURL.path]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            var output = Data()
+            if Int.random(in: 0..<5, using: &random) == 0 {
+                // Any moment: during start-up, open, replay or recovery.
+                usleep(UInt32.random(in: 0...60_000, using: &random))
+            } else {
+                // While saving: after the child says it is ready.
+                while !String(decoding: output, as: UTF8.self).contains("ready\n") {
+                    let chunk = pipe.fileHandleForReading.availableData
+                    if chunk.isEmpty { break }
+                    output.append(chunk)
+                }
+                usleep(UInt32.random(in: 0...20_000, using: &random))
+                killedWhileSaving += 1
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            output.append(pipe.fileHandleForReading.readDataToEndOfFile())
+            let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
+            let failures = lines.filter { $0.hasPrefix("error") }
+            #expect(failures.isEmpty, "seed \(seed), round \(round): \(failures)")
+            acknowledged.formUnion(lines.compactMap { Int($0) })
+
+            let store = try LogStore(
+                LogStoreConfiguration(schema: Self.schema, url: directory.storeURL), migrationPlan: nil)
+            let entity = Self.schema.entitiesByName["CrashBatch"]!
+            var rows: [Int: Int] = [:]
+            for snapshot in store.allSnapshots(of: "CrashBatch") {
+                if case .int(let batch)? = snapshot.value(forKey: "batch", in: entity) {
+                    rows[Int(batch), default: 0] += 1
+                }
+            }
+            store.close()
+            let missing = acknowledged.filter { rows[$0] == nil }
+            let partial = rows.filter { $0.value != Self.batchSize($0.key) }
+            #expect(missing.isEmpty, "seed \(seed), round \(round): acknowledged batches missing: \(missing.sorted())")
+            #expect(partial.isEmpty, "seed \(seed), round \(round): partial batches: \(partial)")
+            if !missing.isEmpty || !partial.isEmpty { return }
+        }
+        #expect(killedWhileSaving > rounds / 2)
+    }
+}

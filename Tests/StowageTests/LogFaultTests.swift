@@ -1,0 +1,115 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+@Suite("LogStore under injected I/O faults")
+struct LogFaultTests {
+    /// Fails the Nth write or sync over a run of saves, for every N. Each save either
+    /// completes or throws with nothing applied; reopening shows exactly the acknowledged
+    /// saves; after a failed sync every save throws storeUnusable.
+    @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync])
+    func aFailedWriteOrSyncDuringSaves(operation: FaultInjectingFileSystem.Operation) throws {
+        let saves = 8
+        for n in 1...(saves + 1) {
+            // A failed write whose truncate also fails leaves a torn record that reopening cuts.
+            for alsoFailTruncate in operation == .write ? [false, true] : [false] {
+                let directory = LogTestDirectory.fresh()
+                defer { directory.remove() }
+                let fs = FaultInjectingFileSystem()
+                let store = try LogTest.open(directory.storeURL, fileSystem: fs)
+                fs.arm(operation, failOn: n)
+                if alsoFailTruncate { fs.arm(.truncate, failOn: 1) }
+                var acknowledged: [String] = []
+                var failed = false
+                for i in 0..<saves {
+                    let name = "S\(i)" + String(repeating: ".", count: i * 20)
+                    do {
+                        try LogTest.insertTrip(store, name)
+                        acknowledged.append(name)
+                    } catch let error as DataStoreError {
+                        let firstFailure = !failed
+                        failed = true
+                        let stuck = operation == .sync || alsoFailTruncate
+                        if firstFailure {
+                            #expect(error.code == .ioFailure, "n \(n): \(error)")
+                        } else {
+                            #expect(stuck && error.code == .storeUnusable, "n \(n): \(error)")
+                        }
+                    }
+                    #expect(LogTest.tripNames(store) == acknowledged.sorted(), "n \(n), save \(i)")
+                }
+                #expect(failed == (n <= saves), "n \(n)")
+                store.close()
+                let reopened = try LogTest.open(directory.storeURL, recovery: alsoFailTruncate ? .pointInTime : .strict)
+                #expect(
+                    LogTest.tripNames(reopened) == acknowledged.sorted(), "n \(n), truncate fails: \(alsoFailTruncate)")
+            }
+        }
+    }
+
+    @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync, .rename, .syncDirectory])
+    func aFailureWhileCreatingLeavesNoStoreOrAWholeOne(operation: FaultInjectingFileSystem.Operation) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let fs = FaultInjectingFileSystem()
+        fs.arm(operation, failOn: 1)
+        #expect(throws: DataStoreError.ioFailure) { _ = try LogTest.open(directory.storeURL, fileSystem: fs) }
+        let exists = FileManager.default.fileExists(atPath: directory.storeURL.path)
+        #expect(exists == (operation == .syncDirectory))
+        let store = try LogTest.open(directory.storeURL, recovery: .strict)
+        try LogTest.insertTrip(store, "A")
+        #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
+    }
+
+    @Test(arguments: [FaultInjectingFileSystem.Operation.truncate, .sync])
+    func aFailureWhileRecoveringRefusesToOpenAndRecoversLater(operation: FaultInjectingFileSystem.Operation) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let fixture = try LogFixture.make(in: directory)
+        let url = directory.storeURL
+        try Data(fixture.bytes.dropLast(5)).write(to: url)
+        let fs = FaultInjectingFileSystem()
+        fs.arm(operation, failOn: 1)
+        #expect(throws: DataStoreError.ioFailure) { _ = try LogTest.open(url, fileSystem: fs) }
+        let store = try LogTest.open(url)
+        #expect(LogTest.state(store) == fixture.states[fixture.states.count - 2])
+    }
+
+    @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync, .rename, .syncDirectory])
+    func aFailureDuringCompactionLeavesOldOrNew(operation: FaultInjectingFileSystem.Operation) throws {
+        for n in 1...3 {
+            let directory = LogTestDirectory.fresh()
+            defer { directory.remove() }
+            let fs = FaultInjectingFileSystem()
+            let store = try LogTest.open(directory.storeURL, fileSystem: fs)
+            var ids: [PersistentIdentifier] = []
+            for i in 0..<12 {
+                ids.append(try LogTest.insertTrip(store, "T\(i)", destination: String(repeating: "x", count: 30)))
+            }
+            for id in ids.prefix(6) { try LogTest.deleteTrip(store, id) }
+            let before = LogTest.state(store)
+            fs.arm(operation, failOn: n)
+            var threw = false
+            do { try store.compact() } catch let error as DataStoreError {
+                threw = true
+                #expect(error.code == .ioFailure, "\(operation) \(n): \(error)")
+            }
+            fs.disarm()
+            #expect(LogTest.state(store) == before)
+            var expectedNames = before["Trip"]!.count
+            if threw && operation == .syncDirectory {
+                #expect(throws: DataStoreError.storeUnusable) { try LogTest.insertTrip(store, "Refused") }
+            } else {
+                try LogTest.insertTrip(store, "After")
+                expectedNames += 1
+            }
+            store.close()
+            let reopened = try LogTest.open(directory.storeURL, recovery: .strict)
+            #expect(reopened.allSnapshots(of: "Trip").count == expectedNames, "\(operation) \(n)")
+            #expect(Array(reopened.allSnapshots(of: "Trip").prefix(before["Trip"]!.count)) == before["Trip"]!)
+            #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
+        }
+    }
+}
