@@ -46,6 +46,7 @@ let package = Package(
         .library(name: "BTree", targets: ["BTree"]),
         .executable(name: "packing-list", targets: ["PackingList"]),
         .executable(name: "btree-bench", targets: ["BTreeBench"]),
+        .executable(name: "stowage-bench", targets: ["StowageBench"]),
     ],
     targets: [
         .macro(
@@ -79,6 +80,17 @@ let package = Package(
             name: "PackingList",
             dependencies: ["Stowage"],
             path: "Examples/PackingList"
+        ),
+        .systemLibrary(
+            name: "CSQLite",
+            path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        .executableTarget(
+            name: "StowageBench",
+            dependencies: ["Stowage", "CSQLite"],
+            path: "Benchmarks/StowageBench"
         ),
         .executableTarget(
             name: "BTreeBench",

@@ -13,7 +13,9 @@ extension ModelContext {
         var models: [T] = []
         models.reserveCapacity(snapshots.count)
         for snapshot in snapshots {
-            if let model = registered[snapshot.persistentIdentifier], hasPendingChanges(snapshot.persistentIdentifier) {
+            if hasChanges, let model = registered[snapshot.persistentIdentifier],
+                hasPendingChanges(snapshot.persistentIdentifier)
+            {
                 if let typed = model as? T { models.append(typed) }
                 continue
             }
@@ -69,17 +71,17 @@ extension ModelContext {
     func makeRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws
         -> (any DataStore, DataStoreFetchRequest<T>)
     {
-        let entityName = T._stowageEntityName
-        guard container.schema.entity(for: T.self) != nil else {
+        guard let entity = container.schema.entity(for: T.self) else {
             throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema")
         }
-        let store = try container.store(for: entityName)
-        let request = try DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, schema: container.schema)
-        return (store, request)
+        let store = try container.store(for: entity.name)
+        let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
+        return (store, DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
     }
 
     func hasPendingChanges(forEntity name: String) -> Bool {
-        insertedOrder.contains { $0.entityName == name } || changedOrder.contains { $0.entityName == name }
+        guard hasChanges else { return false }
+        return insertedOrder.contains { $0.entityName == name } || changedOrder.contains { $0.entityName == name }
             || deletedOrder.contains { $0.entityName == name }
     }
 

@@ -94,6 +94,15 @@ public struct SnapshotTable: Sendable {
         if plan.residual == nil, case .fullScan = plan.access {
             return window(records.rows.count, plan)
         }
+        if plan.sort.isEmpty, case .fullScan = plan.access, let residual = plan.residual {
+            let compiled = CompiledPredicate(residual, root: query.rootVariable)
+            var evaluator = QueryEvaluator(resolve: { self.snapshot(for: $0) })
+            var total = 0
+            for (_, snapshot) in records.rows where try compiled.matches(snapshot, &evaluator) {
+                total += 1
+            }
+            return window(total, plan)
+        }
         var unwindowed = query
         unwindowed.limit = nil
         unwindowed.offset = 0
@@ -142,12 +151,13 @@ public struct SnapshotTable: Sendable {
         let needsSort = !plan.sort.isEmpty
         let stop = needsSort ? nil : plan.limit.map { $0 + plan.offset }
         var evaluator = QueryEvaluator(resolve: { self.snapshot(for: $0) })
+        let residual = plan.residual.map { CompiledPredicate($0, root: query.rootVariable) }
         var matches: [DefaultSnapshot] = []
         var failure: (any Error)?
         func consider(_ snapshot: DefaultSnapshot) -> Bool {
-            if let residual = plan.residual {
+            if let residual {
                 do {
-                    guard try evaluator.matches(snapshot, residual, root: query.rootVariable) else { return true }
+                    guard try residual.matches(snapshot, &evaluator) else { return true }
                 } catch {
                     failure = error
                     return false
@@ -164,7 +174,16 @@ public struct SnapshotTable: Sendable {
             for id in ids where id.entityName == query.entity.name {
                 if let snapshot = snapshot(for: id), !consider(snapshot) { break }
             }
-        case .indexScan(let index, let lower, let upper, let reverse, _):
+        case .indexScan(let index, let lower, let upper, let reverse, let text):
+            if text.isExactUniqueLookup, let lower {
+                // Every column of a unique index is fixed: one lookup, no scan.
+                if let pk = records.indexes[index].tree.value(forKey: lower.key),
+                    let snapshot = records.rows.value(forKey: pk)
+                {
+                    _ = consider(snapshot)
+                }
+                break
+            }
             forEachEntry(records.indexes[index], lower, upper, reverse: reverse) { _, pk in
                 guard let snapshot = records.rows.value(forKey: pk) else { return true }
                 return consider(snapshot)

@@ -20,6 +20,8 @@ struct EntityIndex: Sendable, CustomStringConvertible {
     let columnKinds: [ColumnKind]
     let isUnique: Bool
     var tree: BTree<IndexKey, Int64>
+    /// `Entity(column, …)`, as `explain` shows it.
+    let description: String
 
     init(entity: Schema.Entity, columns names: [String], isUnique: Bool) {
         self.entityName = entity.name
@@ -36,9 +38,8 @@ struct EntityIndex: Sendable, CustomStringConvertible {
         }
         self.isUnique = isUnique
         self.tree = BTree()
+        self.description = "\(entity.name)(\(names.joined(separator: ", ")))"
     }
-
-    var description: String { "\(entityName)(\(columnNames.joined(separator: ", ")))" }
 
     /// The encoded tuple of a record's indexed values.
     func tupleKey(_ snapshot: DefaultSnapshot) -> IndexKey {

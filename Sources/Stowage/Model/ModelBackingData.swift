@@ -47,15 +47,26 @@ public final class ModelBackingData {
 
     /// Replaces every value with the snapshot's.
     func apply(_ snapshot: DefaultSnapshot) throws {
-        guard snapshot.values.count == entity.properties.count else {
+        let kinds = entity.slotKinds
+        guard snapshot.values.count == kinds.count else {
             throw SwiftDataError(
                 .modelValidationFailure,
-                "\(entity.name): the snapshot has \(snapshot.values.count) values, the schema \(entity.properties.count)")
+                "\(entity.name): the snapshot has \(snapshot.values.count) values, the schema \(kinds.count)")
         }
-        var newSlots = slots
-        for property in entity.properties {
-            let value = snapshot.values[property.index]
-            if let relationship = property.relationship {
+        var newSlots: [Slot] = []
+        newSlots.reserveCapacity(kinds.count)
+        for (index, kind) in kinds.enumerated() {
+            let value = snapshot.values[index]
+            switch kind {
+            case .attribute(let decode, _):
+                do {
+                    newSlots.append(.value(try decode(value)))
+                } catch let error as SwiftDataError {
+                    throw SwiftDataError(
+                        error.code,
+                        "\(entity.name).\(entity.properties[index].name) of \(snapshot.persistentIdentifier): \(error.message)")
+                }
+            case .toOne, .toMany:
                 let ids: [PersistentIdentifier]
                 switch value {
                 case .null: ids = []
@@ -64,16 +75,13 @@ public final class ModelBackingData {
                     ids = items.compactMap { if case .identifier(let id) = $0 { return id } else { return nil } }
                 default:
                     throw SwiftDataError(
-                        .modelValidationFailure, "\(entity.name).\(property.name): expected identifiers, found \(value.kindName)")
+                        .modelValidationFailure,
+                        "\(entity.name).\(entity.properties[index].name): expected identifiers, found \(value.kindName)")
                 }
-                newSlots[property.index] =
-                    relationship.isToOne ? .toOne(ids.first.map { .id($0) }) : .toMany(ids.map { .id($0) })
-            } else {
-                do {
-                    newSlots[property.index] = .value(try property.decode(value))
-                } catch let error as SwiftDataError {
-                    throw SwiftDataError(
-                        error.code, "\(entity.name).\(property.name) of \(snapshot.persistentIdentifier): \(error.message)")
+                if case .toOne = kind {
+                    newSlots.append(.toOne(ids.first.map { .id($0) }))
+                } else {
+                    newSlots.append(.toMany(ids.map { .id($0) }))
                 }
             }
         }
@@ -84,16 +92,21 @@ public final class ModelBackingData {
     /// - Throws: ``SwiftDataError`` `.unsupportedValue` if a value cannot be encoded.
     func snapshot() throws -> DefaultSnapshot {
         var values: [SnapshotValue] = []
-        values.reserveCapacity(slots.count)
-        for property in entity.properties {
-            switch slots[property.index] {
+        let kinds = entity.slotKinds
+        values.reserveCapacity(kinds.count)
+        for (index, slot) in slots.enumerated() {
+            switch slot {
             case .unset:
                 values.append(.null)
             case .value(let any):
+                guard case .attribute(_, let encode) = kinds[index] else {
+                    values.append(.null)
+                    continue
+                }
                 do {
-                    values.append(try property.encode(any))
+                    values.append(try encode(any))
                 } catch let error as SwiftDataError {
-                    throw SwiftDataError(error.code, "\(entity.name).\(property.name): \(error.message)")
+                    throw SwiftDataError(error.code, "\(entity.name).\(entity.properties[index].name): \(error.message)")
                 }
             case .toOne(let ref):
                 values.append(ref.map { .identifier($0.id) } ?? .null)

@@ -30,6 +30,16 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
         self.storage = storage
     }
 
+    /// Hashes the key alone: it is what tells identifiers apart in practice, and hashing
+    /// the entity and store names for every dictionary access cost more than it saved.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storage)
+    }
+
+    public static func == (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {
+        lhs.storage == rhs.storage && lhs.entityName == rhs.entityName && lhs.storeIdentifier == rhs.storeIdentifier
+    }
+
     /// Whether the identifier is temporary (the model has not been saved yet).
     public var isTemporary: Bool {
         if case .temporary = storage { return true }

@@ -66,9 +66,13 @@ public struct FetchQuery: Sendable, CustomStringConvertible {
         guard let entity = schema.entity(for: T.self) else {
             throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema")
         }
+        try self.init(descriptor, entity: entity, schema: schema)
+    }
+
+    init<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, entity: Schema.Entity, schema: Schema) throws {
         self.entity = entity
         if let predicate = descriptor.predicate {
-            let (expression, root) = try PredicateCompiler.compile(predicate, schema: schema)
+            let (expression, root) = try PredicateCompiler.compile(predicate, entity: entity, schema: schema)
             self.predicate = expression
             self.rootVariable = root
         }

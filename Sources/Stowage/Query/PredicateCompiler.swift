@@ -30,12 +30,9 @@ struct PredicateCompiler {
 
     /// Compiles `predicate` for models of `T`.
     /// - Throws: ``SwiftDataError`` `.unsupportedPredicate`, naming the expression.
-    static func compile<T: PersistentModel>(_ predicate: Predicate<T>, schema: Schema)
+    static func compile<T: PersistentModel>(_ predicate: Predicate<T>, entity: Schema.Entity, schema: Schema)
         throws -> (QueryExpression, PredicateExpressions.VariableID)
     {
-        guard let entity = schema.entity(for: T.self) else {
-            throw SwiftDataError(.unknownModelType, "\(T.self) is not in the schema")
-        }
         var compiler = PredicateCompiler(schema: schema)
         let root = predicate.variable.key
         compiler.kinds[root] = .model(entity)
@@ -62,7 +59,7 @@ struct PredicateCompiler {
     {
         switch base.1 {
         case .model(let entity):
-            if keyPath == entity.modelType._persistentModelIDKeyPath {
+            if keyPath == entity.persistentModelIDKeyPath {
                 return (.modelID(base.0), .value)
             }
             guard let property = entity.property(for: keyPath) else {

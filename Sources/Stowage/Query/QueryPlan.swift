@@ -20,9 +20,36 @@ public struct QueryPlan: Sendable, CustomStringConvertible {
         /// The records with these identifiers.
         case identifiers([PersistentIdentifier])
         /// The entries of index `index` between `lower` and `upper`, forwards or backwards.
-        case indexScan(index: Int, lower: Bound?, upper: Bound?, reverse: Bool, text: String)
+        case indexScan(index: Int, lower: Bound?, upper: Bound?, reverse: Bool, text: ScanText)
         /// The union of several accesses, without duplicates.
         case union([Access])
+    }
+
+    /// What an index scan reads, kept as values and turned into text only for `explain`.
+    struct ScanText: Sendable, CustomStringConvertible {
+        let index: String
+        let equal: [(String, SnapshotValue)]
+        var lower: (String, Bool, SnapshotValue)?
+        var upper: (String, Bool, SnapshotValue)?
+        var prefix: (String, String)?
+        /// Whether every column of a unique index is fixed, so one lookup answers.
+        var isExactUniqueLookup = false
+
+        init(index: String, equal: [(String, SnapshotValue)]) {
+            self.index = index
+            self.equal = equal
+        }
+
+        var description: String {
+            var text = index
+            if !equal.isEmpty { text += " EQ " + equal.map { "\($0.0) = \($0.1)" }.joined(separator: ", ") }
+            if let (name, inclusive, value) = lower { text += " RANGE \(name) \(inclusive ? ">=" : ">") \(value)" }
+            if let (name, inclusive, value) = upper {
+                text += "\(lower == nil ? " RANGE" : " AND") \(name) \(inclusive ? "<=" : "<") \(value)"
+            }
+            if let (name, value) = prefix { text += " PREFIX \(name) \(String(reflecting: value))" }
+            return text
+        }
     }
 
     let entityName: String

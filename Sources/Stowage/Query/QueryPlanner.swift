@@ -167,11 +167,9 @@ struct QueryPlanner {
         for value in equal { EntityIndex.append(value, to: &prefix) }
         var lower: QueryPlan.Bound?
         var upper: QueryPlan.Bound?
-        var text = "\(index)"
         let names = index.columnNames
-        if !equal.isEmpty {
-            text += " EQ " + zip(names, equal).map { "\($0) = \($1)" }.joined(separator: ", ")
-        }
+        var text = QueryPlan.ScanText(index: index.description, equal: Array(zip(names, equal)))
+        text.isExactUniqueLookup = index.isUnique && range == nil && equal.count == index.columns.count
         switch range {
         case .range(_, let lo, let hi)?:
             let name = names[equal.count]
@@ -180,13 +178,13 @@ struct QueryPlanner {
                 EntityIndex.append(value, to: &e)
                 // An exclusive lower bound skips every entry that starts with the value.
                 lower = inclusive ? .init(key: e.key, inclusive: true) : e.key.prefixUpperBound.map { .init(key: $0, inclusive: true) }
-                text += " RANGE \(name) \(inclusive ? ">=" : ">") \(value)"
+                text.lower = (name, inclusive, value)
             }
             if let (value, inclusive) = hi {
                 var e = IndexKeyEncoder(prefix: prefix.key)
                 EntityIndex.append(value, to: &e)
                 upper = inclusive ? e.key.prefixUpperBound.map { .init(key: $0, inclusive: false) } : .init(key: e.key, inclusive: false)
-                text += "\(lo == nil ? " RANGE" : " AND") \(name) \(inclusive ? "<=" : "<") \(value)"
+                text.upper = (name, inclusive, value)
             }
             if lo == nil {
                 // Values below the bound, but not nil (nil satisfies no comparison): start
@@ -201,7 +199,7 @@ struct QueryPlanner {
             let bytes = Array(e.key.bytes.dropLast(2))
             lower = .init(key: IndexKey(bytes: bytes), inclusive: true)
             upper = IndexKey(bytes: bytes).prefixUpperBound.map { .init(key: $0, inclusive: false) }
-            text += " PREFIX \(names[equal.count]) \(String(reflecting: value))"
+            text.prefix = (names[equal.count], value)
         default:
             if !equal.isEmpty {
                 lower = .init(key: prefix.key, inclusive: true)

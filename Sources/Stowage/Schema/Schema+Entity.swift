@@ -22,6 +22,16 @@ extension Schema {
         // A metatype is immutable; only its static members are called.
         nonisolated(unsafe) public let modelType: any PersistentModel.Type
 
+        /// `\Model.persistentModelID`, made once.
+        nonisolated(unsafe) let persistentModelIDKeyPath: AnyKeyPath
+        /// How each property's snapshot value becomes a slot, in schema order.
+        let slotKinds: [SlotKind]
+
+        enum SlotKind: Sendable {
+            case attribute(@Sendable (SnapshotValue) throws -> Any, @Sendable (Any) throws -> SnapshotValue)
+            case toOne
+            case toMany
+        }
         let indexByName: [String: Int]
         // Key paths are immutable values; the map is never mutated after init.
         nonisolated(unsafe) let indexByKeyPath: [AnyKeyPath: Int]
@@ -59,6 +69,11 @@ extension Schema {
         ) {
             self.name = name
             self.modelType = modelType
+            self.persistentModelIDKeyPath = modelType._persistentModelIDKeyPath
+            self.slotKinds = properties.map { p in
+                if let relationship = p.relationship { return relationship.isToOne ? .toOne : .toMany }
+                return .attribute(p.decode, p.encode)
+            }
             var props = properties
             for i in props.indices { props[i].index = i }
             self.properties = props

@@ -83,15 +83,18 @@ extension Schema.PropertyMetadata {
     ) -> Schema.PropertyMetadata {
         let transformer = attribute?.transformerType
         let isOptional = Value.self is any _OptionalValue.Type
+        let fast = transformer == nil ? PropertyCodec.fast(Value.self) : nil
         return Schema.PropertyMetadata(
             name: name, keypath: keyPath, defaultValue: defaultValue,
             attribute: attribute ?? Schema.Attribute(), relationship: nil,
             typeName: typeName(Value.self), isOptional: isOptional,
             encode: { any in
+                if let fast, let value = fast.0(any) { return value }
                 if let transformer { return try transform(any, with: transformer) }
                 return try encodeValue(any, as: Value.self)
             },
             decode: { snapshot in
+                if let fast, let value = fast.1(snapshot) { return value }
                 if let transformer { return try reverseTransform(snapshot, Value.self, with: transformer) }
                 return try decodeValue(Value.self, from: snapshot)
             })

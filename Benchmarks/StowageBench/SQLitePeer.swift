@@ -1,0 +1,134 @@
+import CSQLite
+import Foundation
+
+/// The peer: SQLite through its C API, in WAL mode, with prepared statements, the same
+/// indexes, and every row read back into a Swift struct.
+final class SQLitePeer {
+    enum Failure: Error, CustomStringConvertible {
+        case sqlite(String)
+        var description: String {
+            switch self {
+            case .sqlite(let m): "SQLite: \(m)"
+            }
+        }
+    }
+
+    private var db: OpaquePointer?
+    let path: String
+    private var statements: [String: OpaquePointer] = [:]
+
+    init(path: String, synchronous: String) throws {
+        self.path = path
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        guard sqlite3_open(path, &db) == SQLITE_OK else { throw Failure.sqlite("cannot open \(path)") }
+        try exec("PRAGMA journal_mode=WAL")
+        try exec("PRAGMA synchronous=\(synchronous)")
+        try exec(
+            "CREATE TABLE trip (pk INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, destination TEXT NOT NULL, "
+                + "startDate REAL NOT NULL, budget REAL NOT NULL, flag INTEGER NOT NULL, note TEXT NOT NULL)")
+        try exec("CREATE INDEX trip_destination ON trip(destination)")
+        try exec("CREATE INDEX trip_startDate ON trip(startDate)")
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close(db)
+    }
+
+    func exec(_ sql: String) throws {
+        var message: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(db, sql, nil, nil, &message) == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? "?"
+            sqlite3_free(message)
+            throw Failure.sqlite("\(sql): \(text)")
+        }
+    }
+
+    func statement(_ sql: String) throws -> OpaquePointer {
+        if let existing = statements[sql] {
+            sqlite3_reset(existing)
+            sqlite3_clear_bindings(existing)
+            return existing
+        }
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(db, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw Failure.sqlite("prepare \(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+        statements[sql] = statement
+        return statement
+    }
+
+    static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+
+    func bind(_ statement: OpaquePointer, _ index: Int32, _ id: UUID) {
+        var uuid = id.uuid
+        withUnsafeBytes(of: &uuid) { raw in
+            _ = sqlite3_bind_blob(statement, index, raw.baseAddress, 16, Self.transient)
+        }
+    }
+
+    func insert(_ rows: [TripRow]) throws {
+        try exec("BEGIN")
+        let s = try statement(
+            "INSERT INTO trip (pk, id, destination, startDate, budget, flag, note) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        for row in rows {
+            sqlite3_reset(s)
+            sqlite3_bind_int64(s, 1, row.pk)
+            bind(s, 2, row.id)
+            sqlite3_bind_text(s, 3, row.destination, -1, Self.transient)
+            sqlite3_bind_double(s, 4, row.startDate.timeIntervalSinceReferenceDate)
+            sqlite3_bind_double(s, 5, row.budget)
+            sqlite3_bind_int(s, 6, row.flag ? 1 : 0)
+            sqlite3_bind_text(s, 7, row.note, -1, Self.transient)
+            guard sqlite3_step(s) == SQLITE_DONE else { throw Failure.sqlite("insert failed") }
+        }
+        try exec("COMMIT")
+    }
+
+    private func read(_ s: OpaquePointer) -> TripRow {
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        if let blob = sqlite3_column_blob(s, 1), sqlite3_column_bytes(s, 1) == 16 {
+            withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(start: blob, count: 16)) }
+        }
+        return TripRow(
+            pk: sqlite3_column_int64(s, 0), id: UUID(uuid: uuid),
+            destination: String(cString: sqlite3_column_text(s, 2)),
+            startDate: Date(timeIntervalSinceReferenceDate: sqlite3_column_double(s, 3)),
+            budget: sqlite3_column_double(s, 4), flag: sqlite3_column_int(s, 5) != 0,
+            note: String(cString: sqlite3_column_text(s, 6)))
+    }
+
+    static let columns = "pk, id, destination, startDate, budget, flag, note"
+
+    func rows(_ s: OpaquePointer) -> [TripRow] {
+        var result: [TripRow] = []
+        while sqlite3_step(s) == SQLITE_ROW { result.append(read(s)) }
+        return result
+    }
+
+    func fetch(id: UUID) throws -> TripRow? {
+        let s = try statement("SELECT \(Self.columns) FROM trip WHERE id = ?")
+        bind(s, 1, id)
+        return rows(s).first
+    }
+
+    func fetch(destination: String) throws -> [TripRow] {
+        let s = try statement("SELECT \(Self.columns) FROM trip WHERE destination = ?")
+        sqlite3_bind_text(s, 1, destination, -1, Self.transient)
+        return rows(s)
+    }
+
+    func fetch(after date: Date, limit: Int) throws -> [TripRow] {
+        let s = try statement("SELECT \(Self.columns) FROM trip WHERE startDate > ? ORDER BY startDate LIMIT ?")
+        sqlite3_bind_double(s, 1, date.timeIntervalSinceReferenceDate)
+        sqlite3_bind_int(s, 2, Int32(limit))
+        return rows(s)
+    }
+
+    func countUnindexed(budgetAbove: Double) throws -> Int {
+        let s = try statement("SELECT count(*) FROM trip WHERE budget > ? AND flag = 0")
+        sqlite3_bind_double(s, 1, budgetAbove)
+        guard sqlite3_step(s) == SQLITE_ROW else { throw Failure.sqlite("count failed") }
+        return Int(sqlite3_column_int64(s, 0))
+    }
+}

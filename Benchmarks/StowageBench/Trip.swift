@@ -1,0 +1,75 @@
+import Foundation
+import Stowage
+
+/// The benchmark's model: a unique id, an indexed destination (100 values), an indexed
+/// start date, a budget, a flag and a 100-byte note.
+@Model
+final class Trip {
+    @Attribute(.unique) var id: UUID
+    var destination: String
+    var startDate: Date
+    var budget: Double
+    var flag: Bool
+    var note: String
+    #Index<Trip>([\.destination], [\.startDate])
+
+    init(id: UUID, destination: String, startDate: Date, budget: Double, flag: Bool, note: String) {
+        self.id = id
+        self.destination = destination
+        self.startDate = startDate
+        self.budget = budget
+        self.flag = flag
+        self.note = note
+    }
+}
+
+/// The same row as a plain struct, which the SQLite side materialises into.
+struct TripRow {
+    var pk: Int64
+    var id: UUID
+    var destination: String
+    var startDate: Date
+    var budget: Double
+    var flag: Bool
+    var note: String
+}
+
+/// Deterministic rows, the same for both sides.
+struct Workload {
+    let rows: [TripRow]
+    let destinations: [String]
+    let lookupIDs: [UUID]
+    let rangeStarts: [Date]
+
+    init(count: Int, seed: UInt64) {
+        var rng = SplitMix(seed: seed)
+        destinations = (0..<100).map { "Destination \($0)" }
+        let base = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        let note = String(repeating: "n", count: 100)
+        let rows: [TripRow] = (0..<count).map { i in
+            var bytes = (rng.next(), rng.next())
+            let id = withUnsafeBytes(of: &bytes) { raw in
+                UUID(uuid: raw.load(as: uuid_t.self))
+            }
+            return TripRow(
+                pk: Int64(i + 1), id: id, destination: "Destination \(rng.next() % 100)",
+                startDate: base.addingTimeInterval(Double(rng.next() % 31_536_000)),
+                budget: Double(rng.next() % 10_000) / 10, flag: rng.next() % 2 == 0, note: note)
+        }
+        self.rows = rows
+        lookupIDs = (0..<10_000).map { _ in rows[Int(rng.next() % UInt64(count))].id }
+        rangeStarts = (0..<1000).map { _ in base.addingTimeInterval(Double(rng.next() % 31_536_000)) }
+    }
+}
+
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
