@@ -31,7 +31,9 @@ public final class ModelBackingData {
     public init(for type: any PersistentModel.Type) {
         let entity = EntityRegistry.entity(for: type)
         self.entity = entity
-        self.slots = Array(repeating: .unset, count: entity.properties.count)
+        // Shares the entity's all-unset array until the first write copies it, so the
+        // storage a fetched model's initializer makes and then replaces costs no array.
+        self.slots = entity.emptySlots as? [Slot] ?? Array(repeating: .unset, count: entity.properties.count)
         self.persistentModelID = .temporary(entityName: entity.name)
     }
 
@@ -40,7 +42,7 @@ public final class ModelBackingData {
     ///   into its property's type.
     init(entity: Schema.Entity, snapshot: DefaultSnapshot) throws {
         self.entity = entity
-        self.slots = Array(repeating: .unset, count: entity.properties.count)
+        self.slots = []
         self.persistentModelID = snapshot.persistentIdentifier
         try apply(snapshot)
     }
