@@ -22,10 +22,18 @@ struct Options {
         while i < arguments.count {
             let value = i + 1 < arguments.count ? arguments[i + 1] : ""
             switch arguments[i] {
-            case "--n": n = Int(value) ?? n; i += 1
-            case "--runs": runs = Int(value) ?? runs; i += 1
-            case "--array-n": arrayInsertN = Int(value) ?? arrayInsertN; i += 1
-            case "--fanouts": fanouts = value.split(separator: ",").compactMap { Int($0) }; i += 1
+            case "--n":
+                n = Int(value) ?? n
+                i += 1
+            case "--runs":
+                runs = Int(value) ?? runs
+                i += 1
+            case "--array-n":
+                arrayInsertN = Int(value) ?? arrayInsertN
+                i += 1
+            case "--fanouts":
+                fanouts = value.split(separator: ",").compactMap { Int($0) }
+                i += 1
             case "--skip-sweep": sweep = false
             case "--skip-compare": compare = false
             default: print("unknown option \(arguments[i])")
@@ -203,7 +211,8 @@ intLookups.shuffle(using: &rng)
 print("# btree-bench")
 print("")
 print("n = \(options.n), medians of \(options.runs) runs, times in ms (ns/op in parentheses).")
-print("Keys are uniformly random; lookups hit every key once in shuffled order; remove deletes every key in that order.")
+print(
+    "Keys are uniformly random; lookups hit every key once in shuffled order; remove deletes every key in that order.")
 print("")
 
 if options.sweep {
@@ -215,7 +224,10 @@ if options.sweep {
 
     for (title, run) in [
         ("Int keys", { (fanout: Int) in measureBTree(keys: intKeys, lookups: intLookups, fanout: fanout) }),
-        ("24-byte IndexKey keys", { (fanout: Int) in measureBTree(keys: byteKeys, lookups: byteLookups, fanout: fanout) }),
+        (
+            "24-byte IndexKey keys",
+            { (fanout: Int) in measureBTree(keys: byteKeys, lookups: byteLookups, fanout: fanout) }
+        ),
     ] {
         print("## Fanout sweep: BTree<\(title == "Int keys" ? "Int" : "IndexKey"), Int>, \(title)")
         print("")
@@ -249,12 +261,15 @@ if options.compare {
     }
     row("BTree", tree)
     row("Dictionary", dictionary)
-    print("| sorted Array | ~\(ms(arrayInsertExtrapolated)) (~\(nsPerOp(arrayInsertExtrapolated, options.n))) extrapolated* | "
-        + "\(ms(array[1])) (\(nsPerOp(array[1], options.n))) | \(ms(array[2])) (\(nsPerOp(array[2], options.n))) | n/a |")
+    print(
+        "| sorted Array | ~\(ms(arrayInsertExtrapolated)) (~\(nsPerOp(arrayInsertExtrapolated, options.n))) extrapolated* | "
+            + "\(ms(array[1])) (\(nsPerOp(array[1], options.n))) | \(ms(array[2])) (\(nsPerOp(array[2], options.n))) | n/a |"
+    )
     print("")
-    print("\\* sorted Array insert measured at n = \(options.arrayInsertN): \(ms(array[0])) ms; "
-        + "binary-search insert is O(n) per element (memmove), so the total is quadratic and "
-        + "extrapolated by (\(options.n)/\(options.arrayInsertN))^2.")
+    print(
+        "\\* sorted Array insert measured at n = \(options.arrayInsertN): \(ms(array[0])) ms; "
+            + "binary-search insert is O(n) per element (memmove), so the total is quadratic and "
+            + "extrapolated by (\(options.n)/\(options.arrayInsertN))^2.")
     print("")
 }
 print("checksum \(checksum)")

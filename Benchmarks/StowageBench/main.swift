@@ -119,7 +119,8 @@ var order: [String] = []
     let insert = try time {
         for row in workload.rows {
             writer.insert(
-                Trip(id: row.id, destination: row.destination, startDate: row.startDate, budget: row.budget,
+                Trip(
+                    id: row.id, destination: row.destination, startDate: row.startDate, budget: row.budget,
                     flag: row.flag, note: row.note))
         }
         try writer.save()
@@ -139,7 +140,9 @@ var order: [String] = []
     var equalityRows = 0
     let equality = try time {
         for destination in workload.destinations {
-            equalityRows += try equalityReader.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination })).count
+            equalityRows += try equalityReader.fetch(
+                FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination })
+            ).count
         }
     }
     precondition(equalityRows == workload.rows.count)
@@ -156,7 +159,8 @@ var order: [String] = []
     let count = try time {
         for i in 0..<10 {
             let threshold = Double(i * 100)
-            counted += try reader.fetchCount(FetchDescriptor<Trip>(predicate: #Predicate { $0.budget > threshold && $0.flag == false }))
+            counted += try reader.fetchCount(
+                FetchDescriptor<Trip>(predicate: #Predicate { $0.budget > threshold && $0.flag == false }))
         }
     }
     if recordTimes {
@@ -201,7 +205,8 @@ var order: [String] = []
     _ = counted
 }
 
-let machine = "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB"
+let machine =
+    "\(ProcessInfo.processInfo.activeProcessorCount) cores, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB"
 print("stowage-bench: store \(options.store), N = \(options.n), \(options.runs) runs + 1 warm-up, \(machine)")
 do {
     for run in 0...options.runs {

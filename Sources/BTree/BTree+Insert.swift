@@ -79,8 +79,9 @@ extension BTree._Node {
         }
         let slot = _upperBound(key)
         _makeChildUnique(slot)
-        guard let split = _children[slot]._insert(
-            value, forKey: key, replacing: replacing, fanout: fanout, old: &old)
+        guard
+            let split = _children[slot]._insert(
+                value, forKey: key, replacing: replacing, fanout: fanout, old: &old)
         else {
             return nil
         }

@@ -31,7 +31,7 @@ extension BTree {
     @inlinable
     internal func _debugCheckInvariants() {
         #if DEBUG && !BTREE_SKIP_INVARIANT_CHECKS
-        _checkInvariants()
+            _checkInvariants()
         #endif
     }
 

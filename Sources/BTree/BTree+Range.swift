@@ -51,8 +51,9 @@ extension BTree {
     public func forEach(
         in range: Range<Key>, reverse: Bool = false, _ body: (Element) throws -> Void
     ) rethrows {
-        try _forEach(from: lowerBound(range.lowerBound), to: lowerBound(range.upperBound),
-                     reverse: reverse, body)
+        try _forEach(
+            from: lowerBound(range.lowerBound), to: lowerBound(range.upperBound),
+            reverse: reverse, body)
     }
 
     /// Calls `body` for each element whose key lies in `range`, in ascending
@@ -63,8 +64,9 @@ extension BTree {
     public func forEach(
         in range: ClosedRange<Key>, reverse: Bool = false, _ body: (Element) throws -> Void
     ) rethrows {
-        try _forEach(from: lowerBound(range.lowerBound), to: upperBound(range.upperBound),
-                     reverse: reverse, body)
+        try _forEach(
+            from: lowerBound(range.lowerBound), to: upperBound(range.upperBound),
+            reverse: reverse, body)
     }
 
     @inlinable

@@ -58,7 +58,6 @@ struct StowageFixIt: FixItMessage {
     }
 }
 
-
 /// Namespace-free helpers shared by the macros.
 enum Diagnose {
     /// A Fix-It that swaps one keyword token for another, keeping its trivia.

@@ -52,7 +52,8 @@ public struct TransientMacro: PeerMacro {
             {
                 continue
             }
-            let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareIdentifier
+            let name =
+                binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.bareIdentifier
                 ?? binding.pattern.trimmedDescription
             context.diagnose(
                 Diagnostic(node: binding.pattern, message: StowageDiagnostic.transientWithoutDefault(name)))

@@ -47,7 +47,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """
 
-        let storageLines = (["self._$backingData = backingData"]
+        let storageLines =
+            (["self._$backingData = backingData"]
             + members.lines { ["self._\($0.name) = Stowage._StowagePersistedProperty()"] })
             .map { "    " + $0 }
             .joined(separator: "\n")
@@ -176,7 +177,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         guard declaration.is(ClassDeclSyntax.self) else { return [] }
         let declared = Set(
             (declaration.inheritanceClause?.inheritedTypes ?? []).map { simpleTypeName($0.type) })
-        return try protocols
+        return
+            try protocols
             .filter { !declared.contains(simpleTypeName($0)) }
             .map { proto in
                 try ExtensionDeclSyntax("extension \(type.trimmed): \(raw: qualifiedProtocol(proto)) {}")

@@ -10,7 +10,9 @@ struct RandomizedTests {
     /// Checks every key in `lo...hi` with exact lookup, lower and upper bound.
     func checkPointQueries(_ tree: IntTree, _ model: SortedArrayModel, _ lo: Int, _ hi: Int, _ seed: UInt64) {
         for key in lo...hi {
-            if tree.value(forKey: key) != model.value(forKey: key) || tree.contains(key: key) != (model.value(forKey: key) != nil) {
+            if tree.value(forKey: key) != model.value(forKey: key)
+                || tree.contains(key: key) != (model.value(forKey: key) != nil)
+            {
                 Issue.record("seed \(seed): lookup of \(key)")
                 return
             }
@@ -23,7 +25,9 @@ struct RandomizedTests {
             let ubKey: Int? = ub == tree.endIndex ? nil : tree[ub].key
             let mubKey: Int? = mub == model.count ? nil : model.elements[mub].key
             if lbKey != mlbKey || ubKey != mubKey {
-                Issue.record("seed \(seed): bounds of \(key): \(String(describing: lbKey)) vs \(String(describing: mlbKey)), \(String(describing: ubKey)) vs \(String(describing: mubKey))")
+                Issue.record(
+                    "seed \(seed): bounds of \(key): \(String(describing: lbKey)) vs \(String(describing: mlbKey)), \(String(describing: ubKey)) vs \(String(describing: mubKey))"
+                )
                 return
             }
         }
@@ -55,8 +59,9 @@ struct RandomizedTests {
             case 50..<60, 25..<35:
                 let result = tree.insert(value, forKey: key)
                 let expected = model.insert(value, forKey: key)
-                #expect(result.inserted == expected.inserted && result.existing == expected.existing,
-                        "\(context) step \(step): insert(\(key))")
+                #expect(
+                    result.inserted == expected.inserted && result.existing == expected.existing,
+                    "\(context) step \(step): insert(\(key))")
             case 60..<62, 35..<37:
                 // Copy, then mutate the copy: the original must not change.
                 snapshots.append((tree, model))
@@ -70,8 +75,9 @@ struct RandomizedTests {
                 let forward = tree.elements(in: lo..<hi)
                 let expected = Array(model.elements[model.lowerBound(lo)..<model.lowerBound(hi)])
                 #expect(flat(forward) == flat(expected), "\(context) step \(step): range \(lo)..<\(hi)")
-                #expect(flat(forward.reversed()) == flat(expected.reversed()),
-                        "\(context) step \(step): reversed range \(lo)..<\(hi)")
+                #expect(
+                    flat(forward.reversed()) == flat(expected.reversed()),
+                    "\(context) step \(step): reversed range \(lo)..<\(hi)")
             default:
                 let old = tree.removeValue(forKey: key)
                 let expected = model.removeValue(forKey: key)

@@ -24,8 +24,11 @@ func randomDouble(using rng: inout SplitMix64) -> Double {
     switch Int.random(in: 0..<6, using: &rng) {
     case 0: return Double(bitPattern: rng.next())
     case 1: return Double(Int.random(in: -5...5, using: &rng))
-    case 2: return [0.0, -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
-                    .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .nan][Int.random(in: 0..<9, using: &rng)]
+    case 2:
+        return [
+            0.0, -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, -.leastNonzeroMagnitude,
+            .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .nan,
+        ][Int.random(in: 0..<9, using: &rng)]
     case 3: return Double.random(in: -1...1, using: &rng)
     default: return Double.random(in: -1e12...1e12, using: &rng)
     }
@@ -35,7 +38,8 @@ func randomFloat(using rng: inout SplitMix64) -> Float {
     switch Int.random(in: 0..<4, using: &rng) {
     case 0: return Float(bitPattern: UInt32(truncatingIfNeeded: rng.next()))
     case 1: return Float(Int.random(in: -5...5, using: &rng))
-    case 2: return [Float(0), -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, .nan][Int.random(in: 0..<6, using: &rng)]
+    case 2:
+        return [Float(0), -0.0, .infinity, -.infinity, .leastNonzeroMagnitude, .nan][Int.random(in: 0..<6, using: &rng)]
     default: return Float.random(in: -1000...1000, using: &rng)
     }
 }
@@ -55,7 +59,9 @@ func randomASCII(using rng: inout SplitMix64) -> String {
     let small = Bool.random(using: &rng)
     var scalars = String.UnicodeScalarView()
     for _ in 0..<length {
-        let value = small ? [0, 1, 0x41, 0x61, 0x7F][Int.random(in: 0..<5, using: &rng)] : Int.random(in: 0...0x7F, using: &rng)
+        let value =
+            small
+            ? [0, 1, 0x41, 0x61, 0x7F][Int.random(in: 0..<5, using: &rng)] : Int.random(in: 0...0x7F, using: &rng)
         scalars.append(Unicode.Scalar(UInt8(value)))
     }
     return String(scalars)
@@ -86,7 +92,9 @@ func randomUnicode(using rng: inout SplitMix64) -> String {
 }
 
 func randomBytes(using rng: inout SplitMix64) -> [UInt8] {
-    (0..<Int.random(in: 0...5, using: &rng)).map { _ in [0x00, 0x01, 0xFE, 0xFF, 0x42][Int.random(in: 0..<5, using: &rng)] }
+    (0..<Int.random(in: 0...5, using: &rng)).map { _ in
+        [0x00, 0x01, 0xFE, 0xFF, 0x42][Int.random(in: 0..<5, using: &rng)]
+    }
 }
 
 /// Checks `encode(a) < encode(b)` iff `a < b` and `encode(a) == encode(b)` iff
@@ -109,15 +117,17 @@ func checkOrder<T>(
         let ok = (ka < kb) == less(a, b) && (kb < ka) == less(b, a) && (ka == kb) == equal(a, b)
         if !ok && failures < 5 {
             failures += 1
-            Issue.record("\(name) seed \(seed) pair \(i): \(String(reflecting: a)) [\(hex(ka))] vs \(String(reflecting: b)) [\(hex(kb))]",
-                         sourceLocation: sourceLocation)
+            Issue.record(
+                "\(name) seed \(seed) pair \(i): \(String(reflecting: a)) [\(hex(ka))] vs \(String(reflecting: b)) [\(hex(kb))]",
+                sourceLocation: sourceLocation)
         }
         let decoded = try? ka.decoded()
         if decoded == nil || decoded!.count != 1 || !same(decoded![0], component(a)) {
             if failures < 5 {
                 failures += 1
-                Issue.record("\(name) seed \(seed) pair \(i): round trip of \(String(reflecting: a)) gave \(String(describing: decoded))",
-                             sourceLocation: sourceLocation)
+                Issue.record(
+                    "\(name) seed \(seed) pair \(i): round trip of \(String(reflecting: a)) gave \(String(describing: decoded))",
+                    sourceLocation: sourceLocation)
             }
         }
     }
@@ -174,12 +184,14 @@ struct IndexKeyTests {
             (key { $0.append("é") }, "40 c3 a9 00 00"),
             (key { $0.append([UInt8]([0x00, 0x01])) }, "50 00 ff 01 00 00"),
             (key { $0.append(uuid) }, "60 00 11 22 33 44 55 66 77 88 99 aa bb cc dd ee ff"),
-            (key {
-                $0.append("Smith")
-                $0.appendNil()
-                $0.append(Int64(7))
-            }.appendingPrimaryKey(1001),
-             "40 53 6d 69 74 68 00 00 00 20 80 00 00 00 00 00 00 07 20 80 00 00 00 00 00 03 e9"),
+            (
+                key {
+                    $0.append("Smith")
+                    $0.appendNil()
+                    $0.append(Int64(7))
+                }.appendingPrimaryKey(1001),
+                "40 53 6d 69 74 68 00 00 00 20 80 00 00 00 00 00 00 07 20 80 00 00 00 00 00 03 e9"
+            ),
         ]
         for (encoded, expected) in vectors {
             #expect(hex(encoded) == expected)
@@ -191,24 +203,28 @@ struct IndexKeyTests {
 
     @Test("Int64 order and round trip")
     func int64Order() {
-        checkOrder("Int64", count: 12_000, seed: 1, generate: randomInt64, less: (<), equal: (==),
-                   encode: { $0.append($1) }, component: { .int64($0) })
+        checkOrder(
+            "Int64", count: 12_000, seed: 1, generate: randomInt64, less: (<), equal: (==),
+            encode: { $0.append($1) }, component: { .int64($0) })
     }
 
     @Test("UInt64 order and round trip")
     func uint64Order() {
-        checkOrder("UInt64", count: 12_000, seed: 2,
-                   generate: { rng in Bool.random(using: &rng) ? rng.next() : UInt64.random(in: 0...3, using: &rng) },
-                   less: (<), equal: (==), encode: { $0.append($1) }, component: { .uint64($0) })
+        checkOrder(
+            "UInt64", count: 12_000, seed: 2,
+            generate: { rng in Bool.random(using: &rng) ? rng.next() : UInt64.random(in: 0...3, using: &rng) },
+            less: (<), equal: (==), encode: { $0.append($1) }, component: { .uint64($0) })
     }
 
     @Test("Double order (total order, -0 == +0, NaN last) and round trip")
     func doubleOrder() {
-        checkOrder("Double", count: 12_000, seed: 3, generate: randomDouble, less: doubleLess, equal: doubleEqual,
-                   encode: { $0.append($1) }, component: { .double(canonical($0)) })
-        checkOrder("Date", count: 5_000, seed: 4, generate: randomDouble, less: doubleLess, equal: doubleEqual,
-                   encode: { $0.appendDate(secondsSinceReferenceDate: $1) },
-                   component: { .date(secondsSinceReferenceDate: canonical($0)) })
+        checkOrder(
+            "Double", count: 12_000, seed: 3, generate: randomDouble, less: doubleLess, equal: doubleEqual,
+            encode: { $0.append($1) }, component: { .double(canonical($0)) })
+        checkOrder(
+            "Date", count: 5_000, seed: 4, generate: randomDouble, less: doubleLess, equal: doubleEqual,
+            encode: { $0.appendDate(secondsSinceReferenceDate: $1) },
+            component: { .date(secondsSinceReferenceDate: canonical($0)) })
         #expect(key { $0.append(Double.infinity) } < key { $0.append(Double.nan) })
         #expect(key { $0.append(-Double.nan) } == key { $0.append(Double.nan) })
         #expect(key { $0.append(-Double.infinity) } < key { $0.append(-Double.greatestFiniteMagnitude) })
@@ -218,35 +234,40 @@ struct IndexKeyTests {
 
     @Test("Float order and round trip")
     func floatOrder() {
-        checkOrder("Float", count: 12_000, seed: 5, generate: randomFloat,
-                   less: { a, b in b.isNaN ? !a.isNaN : (!a.isNaN && a < b) },
-                   equal: { a, b in (a.isNaN && b.isNaN) || a == b },
-                   encode: { $0.append($1) }, component: { .float(canonical($0)) })
+        checkOrder(
+            "Float", count: 12_000, seed: 5, generate: randomFloat,
+            less: { a, b in b.isNaN ? !a.isNaN : (!a.isNaN && a < b) },
+            equal: { a, b in (a.isNaN && b.isNaN) || a == b },
+            encode: { $0.append($1) }, component: { .float(canonical($0)) })
     }
 
     @Test("Bool order and round trip")
     func boolOrder() {
-        checkOrder("Bool", count: 200, seed: 6, generate: { Bool.random(using: &$0) },
-                   less: { !$0 && $1 }, equal: (==), encode: { $0.append($1) }, component: { .bool($0) })
+        checkOrder(
+            "Bool", count: 200, seed: 6, generate: { Bool.random(using: &$0) },
+            less: { !$0 && $1 }, equal: (==), encode: { $0.append($1) }, component: { .bool($0) })
     }
 
     @Test("String order matches Swift < on random ASCII (with NUL and control characters)")
     func asciiStringOrder() {
-        checkOrder("ASCII", count: 12_000, seed: 7, generate: randomASCII, less: (<), equal: (==),
-                   encode: { $0.append($1) }, component: { .string($0) })
+        checkOrder(
+            "ASCII", count: 12_000, seed: 7, generate: randomASCII, less: (<), equal: (==),
+            encode: { $0.append($1) }, component: { .string($0) })
     }
 
     @Test("String order matches Swift < on random BMP and emoji strings without combining marks")
     func unicodeStringOrder() {
-        checkOrder("Unicode", count: 12_000, seed: 8, generate: randomUnicode, less: (<), equal: (==),
-                   encode: { $0.append($1) }, component: { .string($0) })
+        checkOrder(
+            "Unicode", count: 12_000, seed: 8, generate: randomUnicode, less: (<), equal: (==),
+            encode: { $0.append($1) }, component: { .string($0) })
     }
 
     @Test("byte strings order lexicographically; Data encodes like [UInt8]")
     func bytesOrder() {
-        checkOrder("Bytes", count: 12_000, seed: 9, generate: randomBytes,
-                   less: { $0.lexicographicallyPrecedes($1) }, equal: (==),
-                   encode: { $0.append($1) }, component: { .bytes($0) })
+        checkOrder(
+            "Bytes", count: 12_000, seed: 9, generate: randomBytes,
+            less: { $0.lexicographicallyPrecedes($1) }, equal: (==),
+            encode: { $0.append($1) }, component: { .bytes($0) })
         var rng = SplitMix64(seed: 10)
         for _ in 0..<200 {
             let bytes = randomBytes(using: &rng)
@@ -257,14 +278,15 @@ struct IndexKeyTests {
     @Test("UUID order is bytewise")
     func uuidOrder() {
         func bytes(_ u: UUID) -> [UInt8] { withUnsafeBytes(of: u.uuid) { Array($0) } }
-        checkOrder("UUID", count: 5_000, seed: 11,
-                   generate: { rng in
-                       var raw = (0..<16).map { _ in UInt8.random(in: 0...2, using: &rng) }
-                       raw[0] = UInt8.random(in: 0...1, using: &rng)
-                       return UUID(uuid: raw.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
-                   },
-                   less: { bytes($0).lexicographicallyPrecedes(bytes($1)) }, equal: (==),
-                   encode: { $0.append($1) }, component: { .uuid($0) })
+        checkOrder(
+            "UUID", count: 5_000, seed: 11,
+            generate: { rng in
+                var raw = (0..<16).map { _ in UInt8.random(in: 0...2, using: &rng) }
+                raw[0] = UInt8.random(in: 0...1, using: &rng)
+                return UUID(uuid: raw.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) })
+            },
+            less: { bytes($0).lexicographicallyPrecedes(bytes($1)) }, equal: (==),
+            encode: { $0.append($1) }, component: { .uuid($0) })
     }
 
     @Test("nil sorts before every present value of every type")
@@ -315,7 +337,8 @@ struct IndexKeyTests {
         }
         var rng = SplitMix64(seed: 13)
         func randomRow() -> Row {
-            Row(name: Int.random(in: 0..<5, using: &rng) == 0 ? nil : randomASCII(using: &rng),
+            Row(
+                name: Int.random(in: 0..<5, using: &rng) == 0 ? nil : randomASCII(using: &rng),
                 score: Int.random(in: 0..<5, using: &rng) == 0 ? nil : Double(Int.random(in: -2...2, using: &rng)),
                 flag: Bool.random(using: &rng),
                 id: Int64.random(in: -3...3, using: &rng))
@@ -348,28 +371,58 @@ struct IndexKeyTests {
             var expected: [IndexKeyComponent] = []
             for _ in 0..<Int.random(in: 0...6, using: &rng) {
                 switch Int.random(in: 0..<10, using: &rng) {
-                case 0: encoder.appendNil(); expected.append(.null)
-                case 1: let v = Bool.random(using: &rng); encoder.append(v); expected.append(.bool(v))
-                case 2: let v = randomInt64(using: &rng); encoder.append(v); expected.append(.int64(v))
-                case 3: let v = rng.next(); encoder.append(v); expected.append(.uint64(v))
-                case 4: let v = randomDouble(using: &rng); encoder.append(v); expected.append(.double(canonical(v)))
-                case 5: let v = randomFloat(using: &rng); encoder.append(v); expected.append(.float(canonical(v)))
-                case 6: let v = randomUnicode(using: &rng) + randomASCII(using: &rng); encoder.append(v); expected.append(.string(v))
-                case 7: let v = randomBytes(using: &rng); encoder.append(v); expected.append(.bytes(v))
-                case 8: let v = UUID(); encoder.append(v); expected.append(.uuid(v))
-                default: let v = randomDouble(using: &rng); encoder.appendDate(secondsSinceReferenceDate: v)
+                case 0:
+                    encoder.appendNil()
+                    expected.append(.null)
+                case 1:
+                    let v = Bool.random(using: &rng)
+                    encoder.append(v)
+                    expected.append(.bool(v))
+                case 2:
+                    let v = randomInt64(using: &rng)
+                    encoder.append(v)
+                    expected.append(.int64(v))
+                case 3:
+                    let v = rng.next()
+                    encoder.append(v)
+                    expected.append(.uint64(v))
+                case 4:
+                    let v = randomDouble(using: &rng)
+                    encoder.append(v)
+                    expected.append(.double(canonical(v)))
+                case 5:
+                    let v = randomFloat(using: &rng)
+                    encoder.append(v)
+                    expected.append(.float(canonical(v)))
+                case 6:
+                    let v = randomUnicode(using: &rng) + randomASCII(using: &rng)
+                    encoder.append(v)
+                    expected.append(.string(v))
+                case 7:
+                    let v = randomBytes(using: &rng)
+                    encoder.append(v)
+                    expected.append(.bytes(v))
+                case 8:
+                    let v = UUID()
+                    encoder.append(v)
+                    expected.append(.uuid(v))
+                default:
+                    let v = randomDouble(using: &rng)
+                    encoder.appendDate(secondsSinceReferenceDate: v)
                     expected.append(.date(secondsSinceReferenceDate: canonical(v)))
                 }
             }
             let decoded = try encoder.key.decoded()
-            #expect(decoded.count == expected.count && zip(decoded, expected).allSatisfy(same),
-                    "seed 14 tuple \(i): \(expected) decoded as \(decoded)")
+            #expect(
+                decoded.count == expected.count && zip(decoded, expected).allSatisfy(same),
+                "seed 14 tuple \(i): \(expected) decoded as \(decoded)")
             // Every proper prefix either fails cleanly or decodes a prefix of the tuple.
             let bytes = encoder.bytes
             for length in 0..<bytes.count {
                 if let partial = try? IndexKey(bytes: Array(bytes[..<length])).decoded() {
-                    #expect(partial.count <= expected.count && zip(partial, expected).allSatisfy(same),
-                            "seed 14 tuple \(i) prefix \(length)")
+                    #expect(
+                        partial.count <= expected.count && zip(partial, expected).allSatisfy(same),
+                        "seed 14 tuple \(i) prefix \(length)")
                 }
             }
         }
@@ -379,8 +432,12 @@ struct IndexKeyTests {
     func malformedInput() throws {
         #expect(throws: IndexKeyDecodingError.unknownTag(0x99, offset: 0)) { try IndexKey(bytes: [0x99]).decoded() }
         #expect(throws: IndexKeyDecodingError.unexpectedEnd(offset: 3)) { try IndexKey(bytes: [0x20, 1, 2]).decoded() }
-        #expect(throws: IndexKeyDecodingError.invalidEscape(offset: 3)) { try IndexKey(bytes: [0x40, 0x61, 0x00, 0x05]).decoded() }
-        #expect(throws: IndexKeyDecodingError.invalidUTF8(offset: 1)) { try IndexKey(bytes: [0x40, 0xC3, 0x28, 0, 0]).decoded() }
+        #expect(throws: IndexKeyDecodingError.invalidEscape(offset: 3)) {
+            try IndexKey(bytes: [0x40, 0x61, 0x00, 0x05]).decoded()
+        }
+        #expect(throws: IndexKeyDecodingError.invalidUTF8(offset: 1)) {
+            try IndexKey(bytes: [0x40, 0xC3, 0x28, 0, 0]).decoded()
+        }
         #expect(throws: IndexKeyDecodingError.invalidBool(offset: 1)) { try IndexKey(bytes: [0x10, 0x02]).decoded() }
         #expect(throws: IndexKeyDecodingError.unexpectedEnd(offset: 2)) { try IndexKey(bytes: [0x50, 0x61]).decoded() }
         var decoder = IndexKeyDecoder(key { $0.append("x") })
@@ -397,7 +454,8 @@ struct IndexKeyTests {
         for _ in 0..<20_000 {
             let tags = IndexKeyTag.allCases.map(\.rawValue) + [0xFF]
             let bytes = (0..<Int.random(in: 0...12, using: &rng)).map { _ in
-                Bool.random(using: &rng) ? tags[Int.random(in: 0..<tags.count, using: &rng)] : UInt8.random(in: 0...255, using: &rng)
+                Bool.random(using: &rng)
+                    ? tags[Int.random(in: 0..<tags.count, using: &rng)] : UInt8.random(in: 0...255, using: &rng)
             }
             if (try? IndexKey(bytes: bytes).decoded()) != nil { successes += 1 }
         }

@@ -95,9 +95,10 @@ struct DiagnosticTests {
                     message: "@Model stored properties must be declared with 'var'", line: 2, column: 5,
                     fixIts: ["Replace 'let' with 'var'"])
             ])
-        #expect(metadataLines(result.source) == [
-            #"Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name", defaultValue: ""),"#
-        ])
+        #expect(
+            metadataLines(result.source) == [
+                #"Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name", defaultValue: ""),"#
+            ])
     }
 
     @Test("@Transient without a default value is an error")
@@ -163,9 +164,10 @@ struct DiagnosticTests {
                 DiagnosticSpec(
                     message: "@Model stored properties must be declared with a simple name", line: 4, column: 9),
             ])
-        #expect(metadataLines(result.source) == [
-            #"Stowage.Schema.PropertyMetadata._property(\Item.fine, name: "fine", defaultValue: 0),"#
-        ])
+        #expect(
+            metadataLines(result.source) == [
+                #"Stowage.Schema.PropertyMetadata._property(\Item.fine, name: "fine", defaultValue: 0),"#
+            ])
     }
 
     @Test("#Index and #Unique without a generic argument are errors")

@@ -9,10 +9,10 @@ struct FreestandingMacroTests {
             #Index<Item>([\.name], [\.isPacked, \.name])
             """#,
             expanded: #"""
-            public static var _stowageIndexes: [[AnyKeyPath]] {
-                Stowage._stowageKeyPathGroups(Item.self, [[\.name], [\.isPacked, \.name]])
-            }
-            """#)
+                public static var _stowageIndexes: [[AnyKeyPath]] {
+                    Stowage._stowageKeyPathGroups(Item.self, [[\.name], [\.isPacked, \.name]])
+                }
+                """#)
     }
 
     @Test("#Unique declares _stowageUniqueness from the key-path groups")
@@ -22,10 +22,10 @@ struct FreestandingMacroTests {
             #Unique<Item>([\.name, \.note], [\Item.trip])
             """#,
             expanded: #"""
-            public static var _stowageUniqueness: [[AnyKeyPath]] {
-                Stowage._stowageKeyPathGroups(Item.self, [[\.name, \.note], [\Item.trip]])
-            }
-            """#)
+                public static var _stowageUniqueness: [[AnyKeyPath]] {
+                    Stowage._stowageKeyPathGroups(Item.self, [[\.name, \.note], [\Item.trip]])
+                }
+                """#)
     }
 
     @Test("A qualified model type is kept as written")
@@ -35,10 +35,10 @@ struct FreestandingMacroTests {
             #Index<SchemaV1.Item>([\.name])
             """#,
             expanded: #"""
-            public static var _stowageIndexes: [[AnyKeyPath]] {
-                Stowage._stowageKeyPathGroups(SchemaV1.Item.self, [[\.name]])
-            }
-            """#)
+                public static var _stowageIndexes: [[AnyKeyPath]] {
+                    Stowage._stowageKeyPathGroups(SchemaV1.Item.self, [[\.name]])
+                }
+                """#)
     }
 
     @Test("No groups gives an empty list")
@@ -46,9 +46,9 @@ struct FreestandingMacroTests {
         assertExpansion(
             "#Unique<Item>()",
             expanded: #"""
-            public static var _stowageUniqueness: [[AnyKeyPath]] {
-                Stowage._stowageKeyPathGroups(Item.self, [])
-            }
-            """#)
+                public static var _stowageUniqueness: [[AnyKeyPath]] {
+                    Stowage._stowageKeyPathGroups(Item.self, [])
+                }
+                """#)
     }
 }

@@ -21,167 +21,6 @@ struct ModelMacroTests {
             }
             """#,
             expanded: #"""
-            final class Item {
-                var name: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _name)
-                    init(initialValue) {
-                        _$backingData.setInitialValue(initialValue, forKey: "name")
-                        _name = Stowage._StowagePersistedProperty()
-                    }
-                    get {
-                        _$observationRegistrar.access(self, keyPath: \.name)
-                        return self.getValue(forKey: \.name)
-                    }
-                    set {
-                        _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
-                            self.setValue(forKey: \.name, to: newValue)
-                        }
-                    }
-                }
-
-                @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
-                var isPacked {
-                    @storageRestrictions(accesses: _$backingData, initializes: _isPacked)
-                    init(initialValue) {
-                        _$backingData.setInitialValue(initialValue, forKey: "isPacked")
-                        _isPacked = Stowage._StowagePersistedProperty()
-                    }
-                    get {
-                        _$observationRegistrar.access(self, keyPath: \.isPacked)
-                        return self.getValue(forKey: \.isPacked)
-                    }
-                    set {
-                        _$observationRegistrar.withMutation(of: self, keyPath: \.isPacked) {
-                            self.setValue(forKey: \.isPacked, to: newValue)
-                        }
-                    }
-                }
-
-                @Stowage._StowageIgnored private var _isPacked: Stowage._StowagePersistedProperty
-                var note: String? {
-                    @storageRestrictions(accesses: _$backingData, initializes: _note)
-                    init(initialValue) {
-                        _$backingData.setInitialValue(initialValue, forKey: "note")
-                        _note = Stowage._StowagePersistedProperty()
-                    }
-                    get {
-                        _$observationRegistrar.access(self, keyPath: \.note)
-                        return self.getValue(forKey: \.note)
-                    }
-                    set {
-                        _$observationRegistrar.withMutation(of: self, keyPath: \.note) {
-                            self.setValue(forKey: \.note, to: newValue)
-                        }
-                    }
-                }
-
-                @Stowage._StowageIgnored private var _note: Stowage._StowagePersistedProperty
-                var tags: [Tag] {
-                    @storageRestrictions(accesses: _$backingData, initializes: _tags)
-                    init(initialValue) {
-                        _$backingData.setInitialValue(initialValue, forKey: "tags")
-                        _tags = Stowage._StowagePersistedProperty()
-                    }
-                    get {
-                        _$observationRegistrar.access(self, keyPath: \.tags)
-                        return self.getValue(forKey: \.tags)
-                    }
-                    set {
-                        _$observationRegistrar.withMutation(of: self, keyPath: \.tags) {
-                            self.setValue(forKey: \.tags, to: newValue)
-                        }
-                    }
-                }
-
-                @Stowage._StowageIgnored private var _tags: Stowage._StowagePersistedProperty
-                var trip: Trip? {
-                    @storageRestrictions(accesses: _$backingData, initializes: _trip)
-                    init(initialValue) {
-                        _$backingData.setInitialValue(initialValue, forKey: "trip")
-                        _trip = Stowage._StowagePersistedProperty()
-                    }
-                    get {
-                        _$observationRegistrar.access(self, keyPath: \.trip)
-                        return self.getValue(forKey: \.trip)
-                    }
-                    set {
-                        _$observationRegistrar.withMutation(of: self, keyPath: \.trip) {
-                            self.setValue(forKey: \.trip, to: newValue)
-                        }
-                    }
-                }
-
-                @Stowage._StowageIgnored private var _trip: Stowage._StowagePersistedProperty
-                var isSelected = false
-                var computed: Int { 3 }          // computed: untouched
-                static var categories = ["a"]   // static: untouched
-                public static var _stowageIndexes: [[AnyKeyPath]] {
-                    Stowage._stowageKeyPathGroups(Item.self, [[\.name], [\.isPacked, \.name]])
-                }
-                public static var _stowageUniqueness: [[AnyKeyPath]] {
-                    Stowage._stowageKeyPathGroups(Item.self, [[\.name, \.note]])
-                }
-                init(name: String) { self.name = name }
-
-                @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Item.self)
-
-                public var persistentBackingData: Stowage.ModelBackingData {
-                    get {
-                        _$backingData
-                    }
-                    set {
-                        _$backingData = newValue
-                    }
-                }
-
-                @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                public static var _stowageEntityName: String {
-                    "Item"
-                }
-
-                public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
-                    [
-                        Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name", attribute: Stowage.Schema.Attribute(.unique)),
-                        Stowage.Schema.PropertyMetadata._property(\Item.isPacked, name: "isPacked", defaultValue: false),
-                        Stowage.Schema.PropertyMetadata._property(\Item.note, name: "note", defaultValue: nil),
-                        Stowage.Schema.PropertyMetadata._relationship(\Item.tags, name: "tags", defaultValue: [], relationship: Stowage.Schema.Relationship(deleteRule: .cascade, inverse: \Tag.item)),
-                        Stowage.Schema.PropertyMetadata._property(\Item.trip, name: "trip"),
-                    ]
-                }
-
-                public required init(backingData: Stowage.ModelBackingData) {
-                    self._$backingData = backingData
-                    self._name = Stowage._StowagePersistedProperty()
-                    self._isPacked = Stowage._StowagePersistedProperty()
-                    self._note = Stowage._StowagePersistedProperty()
-                    self._tags = Stowage._StowagePersistedProperty()
-                    self._trip = Stowage._StowagePersistedProperty()
-                }
-            }
-
-            extension Item: Stowage.PersistentModel {
-            }
-
-            extension Item: Observation.Observable {
-            }
-            """#)
-    }
-
-    @Test("A class nested in an enum keeps its own name for the entity and key paths")
-    func nestedInEnum() {
-        assertExpansion(
-            #"""
-            enum SchemaV1 {
-                @Model
-                final class Item {
-                    var name: String
-                    init(name: String) { self.name = name }
-                }
-            }
-            """#,
-            expanded: #"""
-            enum SchemaV1 {
                 final class Item {
                     var name: String {
                         @storageRestrictions(accesses: _$backingData, initializes: _name)
@@ -201,6 +40,87 @@ struct ModelMacroTests {
                     }
 
                     @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
+                    var isPacked {
+                        @storageRestrictions(accesses: _$backingData, initializes: _isPacked)
+                        init(initialValue) {
+                            _$backingData.setInitialValue(initialValue, forKey: "isPacked")
+                            _isPacked = Stowage._StowagePersistedProperty()
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \.isPacked)
+                            return self.getValue(forKey: \.isPacked)
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.isPacked) {
+                                self.setValue(forKey: \.isPacked, to: newValue)
+                            }
+                        }
+                    }
+
+                    @Stowage._StowageIgnored private var _isPacked: Stowage._StowagePersistedProperty
+                    var note: String? {
+                        @storageRestrictions(accesses: _$backingData, initializes: _note)
+                        init(initialValue) {
+                            _$backingData.setInitialValue(initialValue, forKey: "note")
+                            _note = Stowage._StowagePersistedProperty()
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \.note)
+                            return self.getValue(forKey: \.note)
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.note) {
+                                self.setValue(forKey: \.note, to: newValue)
+                            }
+                        }
+                    }
+
+                    @Stowage._StowageIgnored private var _note: Stowage._StowagePersistedProperty
+                    var tags: [Tag] {
+                        @storageRestrictions(accesses: _$backingData, initializes: _tags)
+                        init(initialValue) {
+                            _$backingData.setInitialValue(initialValue, forKey: "tags")
+                            _tags = Stowage._StowagePersistedProperty()
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \.tags)
+                            return self.getValue(forKey: \.tags)
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.tags) {
+                                self.setValue(forKey: \.tags, to: newValue)
+                            }
+                        }
+                    }
+
+                    @Stowage._StowageIgnored private var _tags: Stowage._StowagePersistedProperty
+                    var trip: Trip? {
+                        @storageRestrictions(accesses: _$backingData, initializes: _trip)
+                        init(initialValue) {
+                            _$backingData.setInitialValue(initialValue, forKey: "trip")
+                            _trip = Stowage._StowagePersistedProperty()
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \.trip)
+                            return self.getValue(forKey: \.trip)
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.trip) {
+                                self.setValue(forKey: \.trip, to: newValue)
+                            }
+                        }
+                    }
+
+                    @Stowage._StowageIgnored private var _trip: Stowage._StowagePersistedProperty
+                    var isSelected = false
+                    var computed: Int { 3 }          // computed: untouched
+                    static var categories = ["a"]   // static: untouched
+                    public static var _stowageIndexes: [[AnyKeyPath]] {
+                        Stowage._stowageKeyPathGroups(Item.self, [[\.name], [\.isPacked, \.name]])
+                    }
+                    public static var _stowageUniqueness: [[AnyKeyPath]] {
+                        Stowage._stowageKeyPathGroups(Item.self, [[\.name, \.note]])
+                    }
                     init(name: String) { self.name = name }
 
                     @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Item.self)
@@ -222,23 +142,103 @@ struct ModelMacroTests {
 
                     public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
                         [
-                            Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name"),
+                            Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name", attribute: Stowage.Schema.Attribute(.unique)),
+                            Stowage.Schema.PropertyMetadata._property(\Item.isPacked, name: "isPacked", defaultValue: false),
+                            Stowage.Schema.PropertyMetadata._property(\Item.note, name: "note", defaultValue: nil),
+                            Stowage.Schema.PropertyMetadata._relationship(\Item.tags, name: "tags", defaultValue: [], relationship: Stowage.Schema.Relationship(deleteRule: .cascade, inverse: \Tag.item)),
+                            Stowage.Schema.PropertyMetadata._property(\Item.trip, name: "trip"),
                         ]
                     }
 
                     public required init(backingData: Stowage.ModelBackingData) {
                         self._$backingData = backingData
                         self._name = Stowage._StowagePersistedProperty()
+                        self._isPacked = Stowage._StowagePersistedProperty()
+                        self._note = Stowage._StowagePersistedProperty()
+                        self._tags = Stowage._StowagePersistedProperty()
+                        self._trip = Stowage._StowagePersistedProperty()
                     }
                 }
-            }
 
-            extension SchemaV1.Item: Stowage.PersistentModel {
-            }
+                extension Item: Stowage.PersistentModel {
+                }
 
-            extension SchemaV1.Item: Observation.Observable {
+                extension Item: Observation.Observable {
+                }
+                """#)
+    }
+
+    @Test("A class nested in an enum keeps its own name for the entity and key paths")
+    func nestedInEnum() {
+        assertExpansion(
+            #"""
+            enum SchemaV1 {
+                @Model
+                final class Item {
+                    var name: String
+                    init(name: String) { self.name = name }
+                }
             }
-            """#)
+            """#,
+            expanded: #"""
+                enum SchemaV1 {
+                    final class Item {
+                        var name: String {
+                            @storageRestrictions(accesses: _$backingData, initializes: _name)
+                            init(initialValue) {
+                                _$backingData.setInitialValue(initialValue, forKey: "name")
+                                _name = Stowage._StowagePersistedProperty()
+                            }
+                            get {
+                                _$observationRegistrar.access(self, keyPath: \.name)
+                                return self.getValue(forKey: \.name)
+                            }
+                            set {
+                                _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                                    self.setValue(forKey: \.name, to: newValue)
+                                }
+                            }
+                        }
+
+                        @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
+                        init(name: String) { self.name = name }
+
+                        @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Item.self)
+
+                        public var persistentBackingData: Stowage.ModelBackingData {
+                            get {
+                                _$backingData
+                            }
+                            set {
+                                _$backingData = newValue
+                            }
+                        }
+
+                        @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                        public static var _stowageEntityName: String {
+                            "Item"
+                        }
+
+                        public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
+                            [
+                                Stowage.Schema.PropertyMetadata._property(\Item.name, name: "name"),
+                            ]
+                        }
+
+                        public required init(backingData: Stowage.ModelBackingData) {
+                            self._$backingData = backingData
+                            self._name = Stowage._StowagePersistedProperty()
+                        }
+                    }
+                }
+
+                extension SchemaV1.Item: Stowage.PersistentModel {
+                }
+
+                extension SchemaV1.Item: Observation.Observable {
+                }
+                """#)
     }
 
     @Test("A class with no persisted properties gets empty metadata")
@@ -252,43 +252,43 @@ struct ModelMacroTests {
             }
             """#,
             expanded: #"""
-            final class Settings {
-                var isDirty = false
-                var computed: Int { 3 }
-                init() {}
+                final class Settings {
+                    var isDirty = false
+                    var computed: Int { 3 }
+                    init() {}
 
-                @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Settings.self)
+                    @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Settings.self)
 
-                public var persistentBackingData: Stowage.ModelBackingData {
-                    get {
-                        _$backingData
+                    public var persistentBackingData: Stowage.ModelBackingData {
+                        get {
+                            _$backingData
+                        }
+                        set {
+                            _$backingData = newValue
+                        }
                     }
-                    set {
-                        _$backingData = newValue
+
+                    @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+
+                    public static var _stowageEntityName: String {
+                        "Settings"
+                    }
+
+                    public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
+                        []
+                    }
+
+                    public required init(backingData: Stowage.ModelBackingData) {
+                        self._$backingData = backingData
                     }
                 }
 
-                @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
-
-                public static var _stowageEntityName: String {
-                    "Settings"
+                extension Settings: Stowage.PersistentModel {
                 }
 
-                public static var schemaMetadata: [Stowage.Schema.PropertyMetadata] {
-                    []
+                extension Settings: Observation.Observable {
                 }
-
-                public required init(backingData: Stowage.ModelBackingData) {
-                    self._$backingData = backingData
-                }
-            }
-
-            extension Settings: Stowage.PersistentModel {
-            }
-
-            extension Settings: Observation.Observable {
-            }
-            """#)
+                """#)
     }
 
     @Test("@Attribute and @Relationship arguments are copied verbatim into the metadata")
@@ -358,7 +358,8 @@ struct ModelMacroTests {
                 #"Stowage.Schema.PropertyMetadata._property(\Entry.required, name: "required"),"#,
             ])
         #expect(result.source.contains("self._default = Stowage._StowagePersistedProperty()"))
-        #expect(result.source.contains("@Stowage._StowageIgnored private var _default: Stowage._StowagePersistedProperty"))
+        #expect(
+            result.source.contains("@Stowage._StowageIgnored private var _default: Stowage._StowagePersistedProperty"))
         #expect(result.source.contains(#"self.getValue(forKey: \.`default`)"#))
     }
 
@@ -380,9 +381,10 @@ struct ModelMacroTests {
             }
             """#)
         #expect(result.diagnostics.isEmpty)
-        #expect(metadataLines(result.source) == [
-            #"Stowage.Schema.PropertyMetadata._property(\Box.kept, name: "kept", defaultValue: 0),"#
-        ])
+        #expect(
+            metadataLines(result.source) == [
+                #"Stowage.Schema.PropertyMetadata._property(\Box.kept, name: "kept", defaultValue: 0),"#
+            ])
         #expect(result.source.contains("static var shared = Box()"))
         #expect(result.source.contains("lazy var cache = 0"))
         #expect(result.source.contains("var scratch = 0"))
@@ -415,9 +417,10 @@ struct ModelMacroTests {
             """#)
         #expect(result.diagnostics.isEmpty)
         #expect(result.source.contains("public required init(backingData: Stowage.ModelBackingData) {"))
-        #expect(metadataLines(result.source) == [
-            #"Stowage.Schema.PropertyMetadata._property(\Note.body, name: "body", defaultValue: ""),"#
-        ])
+        #expect(
+            metadataLines(result.source) == [
+                #"Stowage.Schema.PropertyMetadata._property(\Note.body, name: "body", defaultValue: ""),"#
+            ])
     }
 }
 

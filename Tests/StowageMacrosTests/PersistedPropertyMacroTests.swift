@@ -11,27 +11,27 @@ struct PersistedPropertyMacroTests {
             }
             """#,
             expanded: #"""
-            final class Item {
-                var name: String {
-                    @storageRestrictions(accesses: _$backingData, initializes: _name)
-                    init(initialValue) {
-                        _$backingData.setInitialValue(initialValue, forKey: "name")
-                        _name = Stowage._StowagePersistedProperty()
-                    }
-                    get {
-                        _$observationRegistrar.access(self, keyPath: \.name)
-                        return self.getValue(forKey: \.name)
-                    }
-                    set {
-                        _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
-                            self.setValue(forKey: \.name, to: newValue)
+                final class Item {
+                    var name: String {
+                        @storageRestrictions(accesses: _$backingData, initializes: _name)
+                        init(initialValue) {
+                            _$backingData.setInitialValue(initialValue, forKey: "name")
+                            _name = Stowage._StowagePersistedProperty()
+                        }
+                        get {
+                            _$observationRegistrar.access(self, keyPath: \.name)
+                            return self.getValue(forKey: \.name)
+                        }
+                        set {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                                self.setValue(forKey: \.name, to: newValue)
+                            }
                         }
                     }
-                }
 
-                @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
-            }
-            """#)
+                    @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
+                }
+                """#)
     }
 
     @Test("A keyword name stays escaped in key paths and bare in the key and peer name")

@@ -26,7 +26,8 @@ public struct StoreFactory: Sendable, CustomStringConvertible {
     /// The log store, in a fresh directory (see `LogTestSupport.swift`).
     public static let log = StoreFactory(name: "LogStore") { schema in
         try ModelContainer(
-            for: schema, configurations: [LogStoreConfiguration(schema: schema, url: LogTestDirectory.fresh().storeURL)])
+            for: schema, configurations: [LogStoreConfiguration(schema: schema, url: LogTestDirectory.fresh().storeURL)]
+        )
     }
 
     /// Every store the conformance suite runs against.

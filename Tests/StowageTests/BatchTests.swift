@@ -55,7 +55,9 @@ struct BatchTests {
             try context.enumerate(FetchDescriptor<Item>(), batchSize: 5) { $0.isPacked = true }
         }
         context.rollback()
-        try context.enumerate(FetchDescriptor<Item>(), batchSize: 5, allowEscapingMutations: true) { $0.isPacked = true }
+        try context.enumerate(FetchDescriptor<Item>(), batchSize: 5, allowEscapingMutations: true) {
+            $0.isPacked = true
+        }
         try context.save()
         #expect(try context.fetchCount(FetchDescriptor<Item>(predicate: #Predicate { $0.isPacked })) == 10)
     }

@@ -126,7 +126,9 @@ struct ContextTests {
         }
         let did = center.addObserver(forName: ModelContext.didSave, object: context, queue: nil) { note in
             events.append("did")
-            inserted = note.userInfo?[ModelContext.NotificationKey.insertedIdentifiers.rawValue] as? [PersistentIdentifier] ?? []
+            inserted =
+                note.userInfo?[ModelContext.NotificationKey.insertedIdentifiers.rawValue] as? [PersistentIdentifier]
+                ?? []
         }
         defer {
             center.removeObserver(will)

@@ -212,7 +212,8 @@ struct DifferentialQueryTests {
             return nil
         case 1:
             let less: (Row, Row) -> Bool = { a, b in order(a.priority, b.priority, ascending) ?? (a.seq < b.seq) }
-            return Sort(name: "priority", descriptors: [SortDescriptor(\.priority, order: o)], areInIncreasingOrder: less)
+            return Sort(
+                name: "priority", descriptors: [SortDescriptor(\.priority, order: o)], areInIncreasingOrder: less)
         case 2:
             let less: (Row, Row) -> Bool = { a, b in order(a.dueDate, b.dueDate, ascending) ?? (a.seq < b.seq) }
             return Sort(name: "dueDate", descriptors: [SortDescriptor(\.dueDate, order: o)], areInIncreasingOrder: less)
@@ -277,7 +278,8 @@ struct DifferentialQueryTests {
                 let sort = Self.randomSort(&local)
                 let offset = Int.random(in: 0..<4, using: &local) == 0 ? Int.random(in: 0..<30, using: &local) : nil
                 let limit = Int.random(in: 0..<3, using: &local) == 0 ? Int.random(in: 0..<40, using: &local) : nil
-                var descriptor = FetchDescriptor<Chore>(predicate: predicateCase.predicate, sortBy: sort?.descriptors ?? [])
+                var descriptor = FetchDescriptor<Chore>(
+                    predicate: predicateCase.predicate, sortBy: sort?.descriptors ?? [])
                 descriptor.fetchOffset = offset
                 descriptor.fetchLimit = limit
                 var expected = ordered.filter(predicateCase.test)

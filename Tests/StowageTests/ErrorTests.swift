@@ -6,7 +6,8 @@ import Testing
 @Suite("Clear errors for bad input")
 struct ErrorTests {
     @Test func aModelTypeOutsideTheSchema() throws {
-        let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let container = try ModelContainer(
+            for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
         let context = ModelContext(container)
         #expect(throws: SwiftDataError.unknownModelType) { _ = try context.fetch(FetchDescriptor<Person>()) }
         context.insert(Person(email: "e", name: "n"))
@@ -47,8 +48,10 @@ struct ErrorTests {
         let entity = try #require(container.schema.entitiesByName["Item"])
         var values = entity.properties.map { _ in SnapshotValue.null }
         values[entity.property(named: "name")!.index] = .int(3)
-        let bad = DefaultSnapshot(persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Item"), values: values)
-        _ = try store.save(DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
+        let bad = DefaultSnapshot(
+            persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Item"), values: values)
+        _ = try store.save(
+            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
         #expect(throws: SwiftDataError.modelValidationFailure) {
             _ = try ModelContext(container).fetch(FetchDescriptor<Item>())
         }
@@ -61,8 +64,10 @@ struct ErrorTests {
         let defaults = try ModelContext(container).snapshotForTesting(Sample())
         var values = defaults.values
         values[entity.property(named: "int8")!.index] = .int(300)
-        let bad = DefaultSnapshot(persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Sample"), values: values)
-        _ = try store.save(DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
+        let bad = DefaultSnapshot(
+            persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Sample"), values: values)
+        _ = try store.save(
+            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
         do {
             _ = try ModelContext(container).fetch(FetchDescriptor<Sample>())
             Issue.record("fetch should have thrown")

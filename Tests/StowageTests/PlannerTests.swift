@@ -27,7 +27,8 @@ struct PlannerTests {
         var descriptor = FetchDescriptor<Chore>(predicate: #Predicate { $0.isCompleted && $0.title.contains("x") })
         descriptor.fetchLimit = 25
         let plan = try context.explain(descriptor)
-        #expect(plan == #"INDEX Chore(isCompleted, priority) EQ isCompleted = true; FILTER title.contains("x"); LIMIT 25"#)
+        #expect(
+            plan == #"INDEX Chore(isCompleted, priority) EQ isCompleted = true; FILTER title.contains("x"); LIMIT 25"#)
     }
 
     @Test func rangeWithSortAndLimitReadsTheIndexInOrder() throws {
@@ -41,7 +42,9 @@ struct PlannerTests {
         var byPriority = FetchDescriptor<Chore>(
             predicate: #Predicate { $0.priority > 4 }, sortBy: [SortDescriptor(\.priority, order: .reverse)])
         byPriority.fetchLimit = 20
-        #expect(try context.explain(byPriority) == "INDEX Chore(priority) RANGE priority > 4 REVERSE; ORDER BY INDEX; LIMIT 20")
+        #expect(
+            try context.explain(byPriority)
+                == "INDEX Chore(priority) RANGE priority > 4 REVERSE; ORDER BY INDEX; LIMIT 20")
     }
 
     @Test func compoundPrefixThenSortOnTheNextColumn() throws {
@@ -79,7 +82,8 @@ struct PlannerTests {
         context.insert(a)
         try context.save()
         let ids = [a.persistentModelID]
-        let plan = try context.explain(FetchDescriptor<Chore>(predicate: #Predicate { ids.contains($0.persistentModelID) }))
+        let plan = try context.explain(
+            FetchDescriptor<Chore>(predicate: #Predicate { ids.contains($0.persistentModelID) }))
         #expect(plan == "IDS Chore (1)")
     }
 
@@ -95,7 +99,9 @@ struct PlannerTests {
         }
         try context.save()
         let descriptor = FetchDescriptor<Chore>(predicate: #Predicate { $0.isCompleted == true && $0.priority >= 5 })
-        #expect(try context.explain(descriptor) == "INDEX Chore(isCompleted, priority) EQ isCompleted = true RANGE priority >= 5")
+        #expect(
+            try context.explain(descriptor)
+                == "INDEX Chore(isCompleted, priority) EQ isCompleted = true RANGE priority >= 5")
         let expected = (0..<50).filter { $0 % 3 == 0 && $0 % 10 >= 5 }.count
         #expect(try context.fetchCount(descriptor) == expected)
         #expect(try context.fetchIdentifiers(descriptor).count == expected)

@@ -25,7 +25,8 @@ struct PredicateTests {
         return context
     }
 
-    func names<T: PersistentModel>(_ context: ModelContext, _ predicate: Predicate<T>, _ name: KeyPath<T, String>) throws
+    func names<T: PersistentModel>(_ context: ModelContext, _ predicate: Predicate<T>, _ name: KeyPath<T, String>)
+        throws
         -> Set<String>
     {
         Set(try context.fetch(FetchDescriptor(predicate: predicate)).map { $0[keyPath: name] })
@@ -35,7 +36,8 @@ struct PredicateTests {
         let c = try seeded()
         #expect(try names(c, #Predicate<Item> { $0.weight > 1 }, \.name) == ["Boots", "Stray Café"])
         #expect(try names(c, #Predicate<Item> { $0.weight > 1 && $0.name != "Boots" }, \.name) == ["Stray Café"])
-        #expect(try names(c, #Predicate<Item> { $0.weight < 0.15 || $0.weight >= 3 }, \.name) == ["Passport", "Stray Café"])
+        #expect(
+            try names(c, #Predicate<Item> { $0.weight < 0.15 || $0.weight >= 3 }, \.name) == ["Passport", "Stray Café"])
         #expect(try names(c, #Predicate<Item> { !($0.weight > 0.15) }, \.name) == ["Passport"])
     }
 
@@ -60,7 +62,8 @@ struct PredicateTests {
     @Test func arithmeticAndTheTernary() throws {
         let c = try seeded()
         #expect(try names(c, #Predicate<Item> { $0.weight * 10 > 13 }, \.name) == ["Boots", "Stray Café"])
-        #expect(try names(c, #Predicate<Trip> { ($0.budget > 1000 ? $0.budget / 2 : $0.budget) > 760 }, \.name) == ["Oslo"])
+        #expect(
+            try names(c, #Predicate<Trip> { ($0.budget > 1000 ? $0.budget / 2 : $0.budget) > 760 }, \.name) == ["Oslo"])
         #expect(try names(c, #Predicate<Item> { $0.quantity % 2 == 1 }, \.name).count == 4)
     }
 
@@ -85,10 +88,16 @@ struct PredicateTests {
         let c = try seeded()
         #expect(try names(c, #Predicate<Trip> { $0.items.contains { $0.weight > 1 } }, \.name) == ["Lisbon"])
         let clothes = Category.clothes
-        #expect(try names(c, #Predicate<Trip> { $0.items.allSatisfy { $0.category == clothes } }, \.name) == ["Oslo", "Home"])
+        #expect(
+            try names(c, #Predicate<Trip> { $0.items.allSatisfy { $0.category == clothes } }, \.name) == [
+                "Oslo", "Home",
+            ])
         #expect(try names(c, #Predicate<Trip> { $0.items.count == 2 }, \.name) == ["Lisbon"])
         #expect(try names(c, #Predicate<Trip> { $0.items.isEmpty }, \.name) == ["Home"])
-        #expect(try names(c, #Predicate<Trip> { $0.items.filter { $0.weight < 1 }.count == 1 }, \.name) == ["Lisbon", "Oslo"])
+        #expect(
+            try names(c, #Predicate<Trip> { $0.items.filter { $0.weight < 1 }.count == 1 }, \.name) == [
+                "Lisbon", "Oslo",
+            ])
     }
 
     @Test func identifiersInAPredicate() throws {

@@ -33,11 +33,13 @@ public final class ModelContainer: Sendable {
                 for entity in own.entities where schema.entitiesByName[entity.name] == nil {
                     throw SwiftDataError(
                         .configurationSchemaMismatch,
-                        "configuration \"\(configuration.name)\" lists \(entity.name), which the container's schema lacks")
+                        "configuration \"\(configuration.name)\" lists \(entity.name), which the container's schema lacks"
+                    )
                 }
                 for entity in own.entities where routes[entity.name] == nil { routes[entity.name] = index }
             }
-            stores.append(try configuration.makeStore(schema: configuration.schema ?? schema, migrationPlan: migrationPlan))
+            stores.append(
+                try configuration.makeStore(schema: configuration.schema ?? schema, migrationPlan: migrationPlan))
         }
         for entity in schema.entities where routes[entity.name] == nil {
             routes[entity.name] = 0
@@ -70,7 +72,8 @@ public final class ModelContainer: Sendable {
         for forTypes: [any PersistentModel.Type], migrationPlan: (any SchemaMigrationPlan.Type)? = nil,
         configurations: [any DataStoreConfiguration]
     ) throws {
-        try self.init(for: Self.schema(forTypes, migrationPlan), migrationPlan: migrationPlan, configurations: configurations)
+        try self.init(
+            for: Self.schema(forTypes, migrationPlan), migrationPlan: migrationPlan, configurations: configurations)
     }
 
     private static func schema(_ types: [any PersistentModel.Type], _ plan: (any SchemaMigrationPlan.Type)?) -> Schema {

@@ -60,7 +60,8 @@ extension ModelContext {
                     if !allowEscapingMutations {
                         throw SwiftDataError(
                             .escapingMutationsInEnumeration,
-                            "the enumeration block changed \(id); save inside the block, or pass allowEscapingMutations: true")
+                            "the enumeration block changed \(id); save inside the block, or pass allowEscapingMutations: true"
+                        )
                     }
                     continue
                 }

@@ -35,7 +35,8 @@ extension ModelContext {
     }
 
     /// The identifiers of the models that match a descriptor, in its order.
-    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier] {
+    public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier]
+    {
         let (store, request) = try makeRequest(descriptor)
         if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
             return try fetchSnapshots(descriptor).map(\.persistentIdentifier)
@@ -97,7 +98,8 @@ extension ModelContext {
         var unwindowed = query
         unwindowed.limit = nil
         unwindowed.offset = 0
-        let stored = try store.fetch(DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: unwindowed))
+        let stored = try store.fetch(
+            DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: unwindowed))
         var pending: [PersistentIdentifier: DefaultSnapshot] = [:]
         for id in insertedOrder + changedOrder where id.entityName == query.entity.name {
             if let model = registered[id] { pending[id] = try model.persistentBackingData.snapshot() }

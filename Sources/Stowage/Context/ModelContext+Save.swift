@@ -38,7 +38,8 @@ extension ModelContext {
         }
         for index in Set(inserted.keys).union(updated.keys).union(deleted.keys) {
             if let configuration = container.configurations[index] as? ModelConfiguration, !configuration.allowsSave {
-                throw DataStoreError(.unsupportedFeature, "the configuration \"\(configuration.name)\" does not allow saves")
+                throw DataStoreError(
+                    .unsupportedFeature, "the configuration \"\(configuration.name)\" does not allow saves")
             }
         }
 

@@ -99,7 +99,8 @@ extension SnapshotTable {
         }
 
         // Inserts: a new key, or an upsert onto the record that holds the same unique values.
-        var finalValues: [PersistentIdentifier: (entity: Schema.Entity, key: Int64, values: [SnapshotValue], isInsert: Bool)] = [:]
+        var finalValues:
+            [PersistentIdentifier: (entity: Schema.Entity, key: Int64, values: [SnapshotValue], isInsert: Bool)] = [:]
         var writeOrder: [PersistentIdentifier] = []
         var written: Set<PersistentIdentifier> = []
         for snapshot in request.inserted {
@@ -117,13 +118,16 @@ extension SnapshotTable {
                 permanent = identifier(entity.name, target)
                 // The values it replaces no longer hold their unique keys.
                 if let previous = finalValues[permanent] {
-                    release(entity, uniqueKeys(entity, DefaultSnapshot(persistentIdentifier: permanent, values: previous.values)))
+                    release(
+                        entity,
+                        uniqueKeys(entity, DefaultSnapshot(persistentIdentifier: permanent, values: previous.values)))
                 } else if let stored = entities[entity.name]?.rows.value(forKey: target) {
                     release(entity, uniqueKeys(entity, stored))
                 }
                 let isInsert = finalValues[permanent]?.isInsert ?? false
                 finalValues[permanent] = (entity, target, snapshot.values, isInsert)
-                prepared.reregister[permanent] = DefaultSnapshot(persistentIdentifier: permanent, values: snapshot.values)
+                prepared.reregister[permanent] = DefaultSnapshot(
+                    persistentIdentifier: permanent, values: snapshot.values)
             } else {
                 let pk = nextKey
                 nextKey += 1

@@ -113,7 +113,9 @@ public struct SnapshotTable: Sendable {
     public func identifiers(_ query: FetchQuery) throws -> [PersistentIdentifier] {
         let plan = plan(query)
         guard let records = entities[query.entity.name] else { throw unknown(query.entity.name) }
-        if plan.residual == nil, plan.sort.isEmpty, case .indexScan(let index, let lower, let upper, let reverse, _) = plan.access {
+        if plan.residual == nil, plan.sort.isEmpty,
+            case .indexScan(let index, let lower, let upper, let reverse, _) = plan.access
+        {
             var keys: [Int64] = []
             let stop = plan.limit.map { $0 + plan.offset }
             forEachEntry(records.indexes[index], lower, upper, reverse: reverse) { _, pk in
@@ -212,7 +214,9 @@ public struct SnapshotTable: Sendable {
         return windowed(matches, plan)
     }
 
-    func collectKeys(_ access: QueryPlan.Access, _ records: EntityRecords, _ entityName: String, _ body: (Int64) -> Void) {
+    func collectKeys(
+        _ access: QueryPlan.Access, _ records: EntityRecords, _ entityName: String, _ body: (Int64) -> Void
+    ) {
         switch access {
         case .fullScan:
             for (pk, _) in records.rows { body(pk) }

@@ -62,7 +62,8 @@ extension ModelBackingData {
         setReferences(unique.map(RelatedReference.init), at: index)
         context?.modelDidChange(owner)
         if let context {
-            for model in unique where model.persistentBackingData.context == nil && !model.persistentBackingData.isDeleted {
+            for model in unique
+            where model.persistentBackingData.context == nil && !model.persistentBackingData.isDeleted {
                 context.insert(model)
             }
         }
@@ -89,7 +90,8 @@ extension ModelBackingData {
                 // The model leaves its previous owner's relationship.
                 if let previousOwner = other.resolve(previous, destination: entity) {
                     let prev = previousOwner.persistentBackingData
-                    prev.setReferences(prev.references(at: index).filter { $0.id != model.persistentModelID }, at: index)
+                    prev.setReferences(
+                        prev.references(at: index).filter { $0.id != model.persistentModelID }, at: index)
                     prev.context?.modelDidChange(previousOwner)
                 }
             }

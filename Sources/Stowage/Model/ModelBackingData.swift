@@ -66,7 +66,8 @@ public final class ModelBackingData {
                 } catch let error as SwiftDataError {
                     throw SwiftDataError(
                         error.code,
-                        "\(entity.name).\(entity.properties[index].name) of \(snapshot.persistentIdentifier): \(error.message)")
+                        "\(entity.name).\(entity.properties[index].name) of \(snapshot.persistentIdentifier): \(error.message)"
+                    )
                 }
             case .toOne, .toMany:
                 let ids: [PersistentIdentifier]
@@ -78,7 +79,8 @@ public final class ModelBackingData {
                 default:
                     throw SwiftDataError(
                         .modelValidationFailure,
-                        "\(entity.name).\(entity.properties[index].name): expected identifiers, found \(value.kindName)")
+                        "\(entity.name).\(entity.properties[index].name): expected identifiers, found \(value.kindName)"
+                    )
                 }
                 if case .toOne = kind {
                     newSlots.append(.toOne(ids.first.map { .id($0) }))
@@ -108,7 +110,8 @@ public final class ModelBackingData {
                 do {
                     values.append(try encode(any))
                 } catch let error as SwiftDataError {
-                    throw SwiftDataError(error.code, "\(entity.name).\(entity.properties[index].name): \(error.message)")
+                    throw SwiftDataError(
+                        error.code, "\(entity.name).\(entity.properties[index].name): \(error.message)")
                 }
             case .toOne(let ref):
                 values.append(ref.map { .identifier($0.id) } ?? .null)

@@ -67,9 +67,11 @@ struct PredicateCompiler {
                     "\(keyPath) is not a stored property of \(entity.name) (stored: "
                         + entity.properties.map(\.name).joined(separator: ", ") + ")")
             }
-            let expression = QueryExpression.property(base.0, entity: entity.name, index: property.index, name: property.name)
+            let expression = QueryExpression.property(
+                base.0, entity: entity.name, index: property.index, name: property.name)
             if let relationship = property.relationship, let destinationType = relationship.destinationType {
-                let destination = schema.entity(forModelType: destinationType) ?? EntityRegistry.entity(for: destinationType)
+                let destination =
+                    schema.entity(forModelType: destinationType) ?? EntityRegistry.entity(for: destinationType)
                 return (expression, relationship.isToOne ? .model(destination) : .models(destination))
             }
             return (expression, .value)
@@ -78,7 +80,8 @@ struct PredicateCompiler {
                 if keyPath == collection._countKeyPath { return (.count(base.0), .value) }
                 if keyPath == collection._isEmptyKeyPath { return (.isEmpty(base.0), .value) }
             }
-            throw Self.unsupported("\(keyPath) on a to-many relationship (count, isEmpty and contains(where:) are supported)")
+            throw Self.unsupported(
+                "\(keyPath) on a to-many relationship (count, isEmpty and contains(where:) are supported)")
         case .value:
             return (try Self.valueKeyPath(base: base.0, keyPath: keyPath, valueType: valueType), .value)
         }
@@ -86,7 +89,8 @@ struct PredicateCompiler {
 
     /// A key path into a plain value: `count` and `isEmpty` of strings and collections, a
     /// field of a composite struct, or any other key path applied to the decoded value.
-    static func valueKeyPath(base: QueryExpression, keyPath: AnyKeyPath, valueType: Any.Type) throws -> QueryExpression {
+    static func valueKeyPath(base: QueryExpression, keyPath: AnyKeyPath, valueType: Any.Type) throws -> QueryExpression
+    {
         if let known = knownKeyPath(keyPath, base: base) { return known }
         guard let decodable = valueType as? any Decodable.Type else {
             throw unsupported("\(keyPath) on \(valueType), which is not Codable")
@@ -127,7 +131,8 @@ struct PredicateCompiler {
                 if let direct = SnapshotValueEncoder.directValue(wrapped) { return direct }
             }
             guard let encodable = result as? any Encodable else {
-                throw SwiftDataError(.unsupportedPredicate, "\(keyPath) gives \(type(of: result)), which is not Codable")
+                throw SwiftDataError(
+                    .unsupportedPredicate, "\(keyPath) gives \(type(of: result)), which is not Codable")
             }
             return try SnapshotValueEncoder.encode(encodable)
         }
@@ -142,7 +147,9 @@ struct PredicateCompiler {
         }
         if let result = value as? ComparisonResult { return .int(Int64(result.rawValue)) }
         if let model = value as? any PersistentModel { return .identifier(model.persistentModelID) }
-        if let models = value as? [any PersistentModel] { return .array(models.map { .identifier($0.persistentModelID) }) }
+        if let models = value as? [any PersistentModel] {
+            return .array(models.map { .identifier($0.persistentModelID) })
+        }
         guard let encodable = value as? any Encodable else {
             throw unsupported("a captured value of type \(type(of: value)), which is not Codable")
         }

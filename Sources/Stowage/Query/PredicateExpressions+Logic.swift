@@ -68,7 +68,11 @@ extension PredicateExpressions.TypeCheck: QueryCompilable {
     func compile(into compiler: inout PredicateCompiler) throws -> (QueryExpression, PredicateCompiler.Kind) {
         let (x, _) = try compiler.compile(input)
         let check = castCheck(Desired.self)
-        return (.conditional(.cast(x, typeName: "\(Desired.self)", conditional: true, check: check), .constant(.bool(true)), .constant(.bool(false))), .value)
+        return (
+            .conditional(
+                .cast(x, typeName: "\(Desired.self)", conditional: true, check: check), .constant(.bool(true)),
+                .constant(.bool(false))), .value
+        )
     }
 }
 
@@ -79,7 +83,11 @@ func castCheck<T>(_ type: T.Type) -> @Sendable (SnapshotValue) -> Bool {
     return { value in
         if value.isNull { return false }
         switch value {
-        case .int, .uint: return ["Int", "Int64", "Int32", "Int16", "Int8", "UInt", "UInt64", "UInt32", "UInt16", "UInt8", "Double", "Float"].contains(name)
+        case .int, .uint:
+            return [
+                "Int", "Int64", "Int32", "Int16", "Int8", "UInt", "UInt64", "UInt32", "UInt16", "UInt8", "Double",
+                "Float",
+            ].contains(name)
         case .double: return name == "Double" || name == "Float"
         case .string: return name == "String"
         case .bool: return name == "Bool"

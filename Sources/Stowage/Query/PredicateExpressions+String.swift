@@ -42,7 +42,8 @@ extension PredicateExpressions {
         }
 
         public func evaluate(_ bindings: PredicateBindings) throws -> ComparisonResult {
-            StringSearch.caseInsensitiveCompare(String(try root.evaluate(bindings)), String(try other.evaluate(bindings)))
+            StringSearch.caseInsensitiveCompare(
+                String(try root.evaluate(bindings)), String(try other.evaluate(bindings)))
         }
     }
 

@@ -232,7 +232,8 @@ public struct QueryEvaluator {
             case .multiply: return .double(a * b)
             case .divide: return .double(a / b)
             case .integerDivide, .remainder:
-                guard let x = Int64(exactly: a.rounded(.towardZero)), let y = Int64(exactly: b.rounded(.towardZero)), y != 0
+                guard let x = Int64(exactly: a.rounded(.towardZero)), let y = Int64(exactly: b.rounded(.towardZero)),
+                    y != 0
                 else { throw failure("integer division by zero in the predicate") }
                 return op == .remainder ? .int(x % y) : .int(x / y)
             }

@@ -8,11 +8,21 @@ import Foundation
 public indirect enum QueryExpression: Sendable, CustomStringConvertible {
     /// Comparison operators.
     public enum ComparisonOperator: String, Sendable {
-        case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+        case equal = "=="
+        case notEqual = "!="
+        case less = "<"
+        case lessOrEqual = "<="
+        case greater = ">"
+        case greaterOrEqual = ">="
     }
     /// Arithmetic operators.
     public enum ArithmeticOperator: String, Sendable {
-        case add = "+", subtract = "-", multiply = "*", divide = "/", integerDivide = "÷", remainder = "%"
+        case add = "+"
+        case subtract = "-"
+        case multiply = "*"
+        case divide = "/"
+        case integerDivide = "÷"
+        case remainder = "%"
     }
     /// Functions over strings and sequences.
     public enum Function: String, Sendable {
@@ -20,7 +30,9 @@ public indirect enum QueryExpression: Sendable, CustomStringConvertible {
     }
     /// Functions that take a bound closure variable.
     public enum ClosureFunction: String, Sendable {
-        case containsWhere = "contains(where:)", allSatisfy, filter
+        case containsWhere = "contains(where:)"
+        case allSatisfy
+        case filter
     }
 
     /// A constant captured by the predicate.

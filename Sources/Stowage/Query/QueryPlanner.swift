@@ -42,7 +42,8 @@ struct QueryPlanner {
 
         // The best single index for the conjunction.
         if let best = bestIndex(terms) {
-            let ordered = sortFollows(index: best.index, afterEqualColumns: best.equalCount, rangeColumn: best.rangeColumn)
+            let ordered = sortFollows(
+                index: best.index, afterEqualColumns: best.equalCount, rangeColumn: best.rangeColumn)
             let reverse = ordered && query.sort.first.map { !$0.ascending } == true
             let access = scan(index: best.index, equal: best.equal, range: best.range, reverse: reverse)
             return finish(access, consumed: best.consumed, conjuncts: conjuncts, ordered: ordered)
@@ -177,13 +178,19 @@ struct QueryPlanner {
                 var e = IndexKeyEncoder(prefix: prefix.key)
                 EntityIndex.append(value, to: &e)
                 // An exclusive lower bound skips every entry that starts with the value.
-                lower = inclusive ? .init(key: e.key, inclusive: true) : e.key.prefixUpperBound.map { .init(key: $0, inclusive: true) }
+                lower =
+                    inclusive
+                    ? .init(key: e.key, inclusive: true)
+                    : e.key.prefixUpperBound.map { .init(key: $0, inclusive: true) }
                 text.lower = (name, inclusive, value)
             }
             if let (value, inclusive) = hi {
                 var e = IndexKeyEncoder(prefix: prefix.key)
                 EntityIndex.append(value, to: &e)
-                upper = inclusive ? e.key.prefixUpperBound.map { .init(key: $0, inclusive: false) } : .init(key: e.key, inclusive: false)
+                upper =
+                    inclusive
+                    ? e.key.prefixUpperBound.map { .init(key: $0, inclusive: false) }
+                    : .init(key: e.key, inclusive: false)
                 text.upper = (name, inclusive, value)
             }
             if lo == nil {
@@ -191,7 +198,9 @@ struct QueryPlanner {
                 // after the entries whose ranged column is nil (tag 0x00).
                 lower = .init(key: IndexKey(bytes: prefix.key.bytes + [0x01]), inclusive: true)
             }
-            if hi == nil && !equal.isEmpty { upper = prefix.key.prefixUpperBound.map { .init(key: $0, inclusive: false) } }
+            if hi == nil && !equal.isEmpty {
+                upper = prefix.key.prefixUpperBound.map { .init(key: $0, inclusive: false) }
+            }
         case .prefix(_, let value)?:
             var e = IndexKeyEncoder(prefix: prefix.key)
             e.append(value)
@@ -209,7 +218,9 @@ struct QueryPlanner {
         return .indexScan(index: position, lower: lower, upper: upper, reverse: reverse, text: text)
     }
 
-    func finish(_ access: QueryPlan.Access, consumed: Set<Int>, conjuncts: [QueryExpression], ordered: Bool) -> QueryPlan {
+    func finish(_ access: QueryPlan.Access, consumed: Set<Int>, conjuncts: [QueryExpression], ordered: Bool)
+        -> QueryPlan
+    {
         let remaining = conjuncts.enumerated().filter { !consumed.contains($0.offset) }.map(\.element)
         let residual = remaining.isEmpty ? nil : remaining.dropFirst().reduce(remaining[0]) { .and($0, $1) }
         return QueryPlan(

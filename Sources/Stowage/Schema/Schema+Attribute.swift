@@ -7,7 +7,8 @@ extension Schema {
         public struct Option: Hashable, Sendable, CustomStringConvertible {
             enum Kind: Hashable, Sendable {
                 case unique, externalStorage, preserveValueOnDeletion, ephemeral, spotlight
-                case allowsCloudEncryption, transformable(ObjectIdentifier, String)
+                case allowsCloudEncryption
+                case transformable(ObjectIdentifier, String)
             }
             let kind: Kind
             let transformer: ValueTransformer.Type?
@@ -36,7 +37,9 @@ extension Schema {
             public static let allowsCloudEncryption = Option(.allowsCloudEncryption)
             /// The value is stored as the `Data` that `transformer` turns it into.
             public static func transformable(by transformer: ValueTransformer.Type) -> Option {
-                Option(.transformable(ObjectIdentifier(transformer), String(describing: transformer)), transformer: transformer)
+                Option(
+                    .transformable(ObjectIdentifier(transformer), String(describing: transformer)),
+                    transformer: transformer)
             }
 
             public var description: String {

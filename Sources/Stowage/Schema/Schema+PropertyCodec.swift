@@ -61,7 +61,9 @@ enum PropertyCodec {
         case is URL.Type:
             return ({ ($0 as? URL).map(SnapshotValue.url) }, { if case .url(let v) = $0 { v } else { nil } })
         case is Decimal.Type:
-            return ({ ($0 as? Decimal).map(SnapshotValue.decimal) }, { if case .decimal(let v) = $0 { v } else { nil } })
+            return (
+                { ($0 as? Decimal).map(SnapshotValue.decimal) }, { if case .decimal(let v) = $0 { v } else { nil } }
+            )
         default:
             return nil
         }

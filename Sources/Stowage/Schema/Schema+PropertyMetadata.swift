@@ -255,7 +255,9 @@ private func transform(_ any: Any, with transformer: ValueTransformer.Type) thro
     return .data(data)
 }
 
-private func reverseTransform<Value>(_ snapshot: SnapshotValue, _ type: Value.Type, with transformer: ValueTransformer.Type)
+private func reverseTransform<Value>(
+    _ snapshot: SnapshotValue, _ type: Value.Type, with transformer: ValueTransformer.Type
+)
     throws -> Value
 {
     if snapshot.isNull, let optional = Value.self as? any _OptionalValue.Type, let none = optional._none as? Value {
@@ -264,7 +266,8 @@ private func reverseTransform<Value>(_ snapshot: SnapshotValue, _ type: Value.Ty
     guard case .data(let data) = snapshot,
         let value = transformer.init().reverseTransformedValue(data) as? Value
     else {
-        throw SwiftDataError(.modelValidationFailure, "\(transformer) could not turn stored data back into \(Value.self)")
+        throw SwiftDataError(
+            .modelValidationFailure, "\(transformer) could not turn stored data back into \(Value.self)")
     }
     return value
 }

@@ -173,7 +173,8 @@ extension SnapshotValue: CustomStringConvertible {
         case .decimal(let v): "\(v)"
         case .array(let v): "[" + v.map(\.description).joined(separator: ", ") + "]"
         case .object(let v):
-            "{" + v.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.description)" }.joined(separator: ", ") + "}"
+            "{" + v.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.description)" }.joined(separator: ", ")
+                + "}"
         case .identifier(let v): v.description
         }
     }

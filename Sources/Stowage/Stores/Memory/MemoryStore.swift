@@ -31,7 +31,9 @@ public final class MemoryStore: DataStore, DataStoreBatching {
         try state.withLock { try $0.count(request.query) }
     }
 
-    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> [PersistentIdentifier] {
+    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
+        -> [PersistentIdentifier]
+    {
         try state.withLock { try $0.identifiers(request.query) }
     }
 
