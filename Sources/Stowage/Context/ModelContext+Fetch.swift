@@ -72,12 +72,21 @@ extension ModelContext {
     func makeRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws
         -> (any DataStore, DataStoreFetchRequest<T>)
     {
+        let (entity, store) = try route(T.self)
+        let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
+        return (store, DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
+    }
+
+    /// The entity and store for a model type, looked up once per context.
+    func route<T: PersistentModel>(_ type: T.Type) throws -> (Schema.Entity, any DataStore) {
+        let key = ObjectIdentifier(type)
+        if let known = routes[key] { return known }
         guard let entity = container.schema.entity(for: T.self) else {
             throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema")
         }
-        let store = try container.store(for: entity.name)
-        let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
-        return (store, DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
+        let route = (entity, try container.store(for: entity.name))
+        routes[key] = route
+        return route
     }
 
     func hasPendingChanges(forEntity name: String) -> Bool {

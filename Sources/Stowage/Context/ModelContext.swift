@@ -41,6 +41,7 @@ public final class ModelContext {
     var deletedOrder: [PersistentIdentifier] = []
     var deletedModels: [PersistentIdentifier: any PersistentModel] = [:]
     var autosaveScheduled = false
+    var routes: [ObjectIdentifier: (Schema.Entity, any DataStore)] = [:]
 
     /// Creates a context for `container`.
     public init(_ container: ModelContainer) {

@@ -71,12 +71,40 @@ public struct SnapshotTable: Sendable {
         return QueryPlanner(query: query, indexes: entities[query.entity.name]?.indexes ?? []).plan()
     }
 
+    /// For a query that is one equality on a property with a one-column unique index, the
+    /// primary key it finds (`.some(nil)` when none); `nil` when the query is not of that
+    /// shape. This is the plan the planner would choose, taken without building it.
+    func uniqueLookup(_ query: FetchQuery, _ records: EntityRecords) -> Int64?? {
+        guard query.identifiers == nil, query.offset == 0, query.limit != 0,
+            case .compare(.equal, let l, let r)? = query.predicate
+        else { return nil }
+        let column: Int
+        let value: SnapshotValue
+        if let c = CompiledPredicate.rootProperty(l, query.rootVariable), case .constant(let v) = r {
+            (column, value) = (c, v)
+        } else if let c = CompiledPredicate.rootProperty(r, query.rootVariable), case .constant(let v) = l {
+            (column, value) = (c, v)
+        } else {
+            return nil
+        }
+        for index in records.indexes where index.isUnique && index.columns.count == 1 && index.columns[0] == column {
+            guard let coerced = index.coerce(value, column: 0) else { return nil }
+            var encoder = IndexKeyEncoder()
+            EntityIndex.append(coerced, to: &encoder)
+            return .some(index.tree.value(forKey: encoder.key))
+        }
+        return nil
+    }
+
     /// The records that match `query`, sorted, after offset and limit.
     /// - Complexity: O(log *n* + *k*) for an index that answers the query and *k* entries
     ///   read; O(*n*) for a full scan, plus O(*m* log *m*) to sort *m* matches when no
     ///   index gives the order.
     public func fetch(_ query: FetchQuery) throws -> [DefaultSnapshot] {
-        try run(query, plan(query))
+        if let records = entities[query.entity.name], let found = uniqueLookup(query, records) {
+            return found.flatMap { records.rows.value(forKey: $0) }.map { [$0] } ?? []
+        }
+        return try run(query, plan(query))
     }
 
     /// How many records match `query`. When an index answers it exactly, no snapshot is read.
@@ -111,8 +139,11 @@ public struct SnapshotTable: Sendable {
 
     /// The identifiers of the records that match `query`, in its order.
     public func identifiers(_ query: FetchQuery) throws -> [PersistentIdentifier] {
-        let plan = plan(query)
         guard let records = entities[query.entity.name] else { throw unknown(query.entity.name) }
+        if let found = uniqueLookup(query, records) {
+            return found.map { [identifier(query.entity.name, $0)] } ?? []
+        }
+        let plan = plan(query)
         if plan.residual == nil, plan.sort.isEmpty,
             case .indexScan(let index, let lower, let upper, let reverse, _) = plan.access
         {

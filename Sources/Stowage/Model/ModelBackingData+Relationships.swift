@@ -2,7 +2,7 @@ import Foundation
 
 extension ModelBackingData {
     func references(at index: Int) -> [RelatedReference] {
-        switch slots[index] {
+        switch slot(index) {
         case .toOne(let ref): ref.map { [$0] } ?? []
         case .toMany(let refs): refs
         default: []
@@ -10,6 +10,7 @@ extension ModelBackingData {
     }
 
     func setReferences(_ refs: [RelatedReference], at index: Int) {
+        ensureSlots()
         if entity.properties[index].relationship?.isToOne == true {
             slots[index] = .toOne(refs.first)
         } else {

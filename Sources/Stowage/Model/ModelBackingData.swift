@@ -16,11 +16,30 @@ public final class ModelBackingData {
         case toMany([RelatedReference])
     }
 
+    /// The model class.
+    let modelType: any PersistentModel.Type
+    private var resolvedEntity: Schema.Entity?
     /// The entity the model belongs to.
-    public let entity: Schema.Entity
+    public var entity: Schema.Entity {
+        if let resolvedEntity { return resolvedEntity }
+        let entity = EntityRegistry.entity(for: modelType)
+        resolvedEntity = entity
+        return entity
+    }
+    /// The values in schema order; empty until the first write, which sizes it.
     var slots: [Slot]
-    /// The model's identifier.
-    public internal(set) var persistentModelID: PersistentIdentifier
+    private var assignedID: PersistentIdentifier?
+    /// The model's identifier: a temporary one, made when first asked for, until a store
+    /// assigns a permanent one.
+    public internal(set) var persistentModelID: PersistentIdentifier {
+        get {
+            if let assignedID { return assignedID }
+            let id = PersistentIdentifier.temporary(entityName: entity.name)
+            assignedID = id
+            return id
+        }
+        set { assignedID = newValue }
+    }
     weak var context: ModelContext?
     var isDeleted = false
     /// Relationship slots filled before the model object existed; their inverses are
@@ -28,22 +47,34 @@ public final class ModelBackingData {
     var pendingInverses: [Int] = []
 
     /// Creates empty storage for a new model of `type`. `@Model` calls this.
+    ///
+    /// It does no work beyond the allocation: a fetched model's initializer makes one of
+    /// these and replaces it at once, so the entity, the slots and the temporary
+    /// identifier are all made when first needed.
     public init(for type: any PersistentModel.Type) {
-        let entity = EntityRegistry.entity(for: type)
-        self.entity = entity
-        // Shares the entity's all-unset array until the first write copies it, so the
-        // storage a fetched model's initializer makes and then replaces costs no array.
-        self.slots = entity.emptySlots as? [Slot] ?? Array(repeating: .unset, count: entity.properties.count)
-        self.persistentModelID = .temporary(entityName: entity.name)
+        self.modelType = type
+        self.slots = []
+    }
+
+    /// The slot at `index`, `.unset` when nothing was written yet.
+    func slot(_ index: Int) -> Slot {
+        index < slots.count ? slots[index] : .unset
+    }
+
+    /// Sizes the slots before a write.
+    func ensureSlots() {
+        let count = entity.properties.count
+        if slots.count < count { slots.append(contentsOf: repeatElement(.unset, count: count - slots.count)) }
     }
 
     /// Creates storage from a store's snapshot.
     /// - Throws: ``SwiftDataError`` `.modelValidationFailure` if a value does not decode
     ///   into its property's type.
     init(entity: Schema.Entity, snapshot: DefaultSnapshot) throws {
-        self.entity = entity
+        self.modelType = entity.modelType
+        self.resolvedEntity = entity
         self.slots = []
-        self.persistentModelID = snapshot.persistentIdentifier
+        self.assignedID = snapshot.persistentIdentifier
         try apply(snapshot)
     }
 
@@ -98,6 +129,7 @@ public final class ModelBackingData {
         var values: [SnapshotValue] = []
         let kinds = entity.slotKinds
         values.reserveCapacity(kinds.count)
+        ensureSlots()
         for (index, slot) in slots.enumerated() {
             switch slot {
             case .unset:
@@ -134,7 +166,7 @@ public final class ModelBackingData {
     func attributeValue<Value>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel) -> Value {
         bindIfNeeded(owner)
         let index = index(of: keyPath)
-        if case .value(let any) = slots[index], let value = any as? Value { return value }
+        if case .value(let any) = slot(index), let value = any as? Value { return value }
         if let value = entity.properties[index].defaultValue as? Value { return value }
         if let none = (Value.self as? any _OptionalValue.Type)?._none as? Value { return none }
         preconditionFailure("\(entity.name).\(entity.properties[index].name) was read before it was set")
@@ -142,6 +174,7 @@ public final class ModelBackingData {
 
     func setAttributeValue<Value>(_ keyPath: AnyKeyPath, _ value: Value, owner: any PersistentModel) {
         bindIfNeeded(owner)
+        ensureSlots()
         slots[index(of: keyPath)] = .value(value)
         context?.modelDidChange(owner)
     }
@@ -150,6 +183,7 @@ public final class ModelBackingData {
     /// model object is complete. The `@Model` init accessors call this.
     public func setInitialValue<Value>(_ value: Value, forKey name: String) {
         guard let index = entity.indexByName[name] else { return }
+        ensureSlots()
         let property = entity.properties[index]
         if let relationship = property.relationship {
             let models = Self.models(in: value)

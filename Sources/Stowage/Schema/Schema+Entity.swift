@@ -24,8 +24,6 @@ extension Schema {
 
         /// `\Model.persistentModelID`, made once.
         nonisolated(unsafe) let persistentModelIDKeyPath: AnyKeyPath
-        /// A model's storage with every property unset, shared until first written.
-        nonisolated(unsafe) let emptySlots: Any
         /// How each property's snapshot value becomes a slot, in schema order.
         let slotKinds: [SlotKind]
 
@@ -72,7 +70,6 @@ extension Schema {
             self.name = name
             self.modelType = modelType
             self.persistentModelIDKeyPath = modelType._persistentModelIDKeyPath
-            self.emptySlots = [ModelBackingData.Slot](repeating: .unset, count: properties.count)
             self.slotKinds = properties.map { p in
                 if let relationship = p.relationship { return relationship.isToOne ? .toOne : .toMany }
                 return .attribute(p.decode, p.encode)
