@@ -163,4 +163,25 @@ struct ContextTests {
         trip.name = "Changed"
         #expect(changed)
     }
+
+    @Test @MainActor func theMainContextIsSharedAndAutosaves() throws {
+        let container = try memoryContainer()
+        let main = container.mainContext
+        #expect(main === container.mainContext)
+        #expect(main.autosaveEnabled)
+        #expect(!ModelContext(container).autosaveEnabled)
+    }
+
+    @Test func aContainerFromASchemaAndAnyConfigurations() throws {
+        let schema = Schema([Trip.self, Item.self])
+        let configurations: [any DataStoreConfiguration] = [ModelConfiguration(isStoredInMemoryOnly: true)]
+        let container = try ModelContainer(for: schema, configurations: configurations)
+        #expect(container.schema.entitiesByName.keys.contains("Trip"))
+        #expect(container.schema.entitiesByName.keys.contains("Badge"), "types reachable through relationships join the schema")
+        let context = ModelContext(container)
+        context.insert(Trip(name: "x"))
+        try context.save()
+        try container.erase()
+        #expect(try context.fetchCount(FetchDescriptor<Trip>()) == 0)
+    }
 }

@@ -10,6 +10,7 @@ extension ModelContext {
     /// - Complexity: O(*n*) in the records the store scans, plus sorting.
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
         let snapshots = try fetchSnapshots(descriptor)
+        let entity = try route(T.self).0
         var models: [T] = []
         models.reserveCapacity(snapshots.count)
         for snapshot in snapshots {
@@ -19,7 +20,7 @@ extension ModelContext {
                 if let typed = model as? T { models.append(typed) }
                 continue
             }
-            if let typed = try materialize(snapshot) as? T { models.append(typed) }
+            if let typed = try materialize(snapshot, entity: entity) as? T { models.append(typed) }
         }
         try prefetch(descriptor.relationshipKeyPathsForPrefetching.map { $0 as AnyKeyPath }, of: models)
         return models

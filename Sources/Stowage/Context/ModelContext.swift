@@ -264,7 +264,7 @@ public final class ModelContext {
 
     /// The registered model for a snapshot, refreshed if it has no unsaved changes, or a
     /// new model registered for it.
-    func materialize(_ snapshot: DefaultSnapshot) throws -> any PersistentModel {
+    func materialize(_ snapshot: DefaultSnapshot, entity known: Schema.Entity? = nil) throws -> any PersistentModel {
         let id = snapshot.persistentIdentifier
         if let model = registered[id] {
             if !hasPendingChanges(id) {
@@ -272,7 +272,12 @@ public final class ModelContext {
             }
             return model
         }
-        guard let entity = container.schema.entitiesByName[id.entityName] else {
+        let entity: Schema.Entity
+        if let known, known.name == id.entityName {
+            entity = known
+        } else if let found = container.schema.entitiesByName[id.entityName] {
+            entity = found
+        } else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
         }
         let data = try ModelBackingData(entity: entity, snapshot: snapshot)
