@@ -36,6 +36,9 @@ struct PredicateCompiler {
         var compiler = PredicateCompiler(schema: schema)
         let root = predicate.variable.key
         compiler.kinds[root] = .model(entity)
+        if let fast = predicate.expression as? any FastQueryCompilable {
+            return (try fast.compileFast(into: &compiler).0, root)
+        }
         let (expression, _) = try compiler.compile(predicate.expression)
         return (expression, root)
     }
