@@ -17,12 +17,16 @@ final class SQLitePeer {
     let path: String
     private var statements: [String: OpaquePointer] = [:]
 
-    init(path: String, synchronous: String) throws {
+    /// Creates the table in a new database at `path`, or, with `reopen`, opens the one there.
+    init(path: String, synchronous: String, reopen: Bool = false) throws {
         self.path = path
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        if !reopen {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
         guard sqlite3_open(path, &db) == SQLITE_OK else { throw Failure.sqlite("cannot open \(path)") }
         try exec("PRAGMA journal_mode=WAL")
         try exec("PRAGMA synchronous=\(synchronous)")
+        if reopen { return }
         try exec(
             "CREATE TABLE trip (pk INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, destination TEXT NOT NULL, "
                 + "startDate REAL NOT NULL, budget REAL NOT NULL, flag INTEGER NOT NULL, note TEXT NOT NULL)")
@@ -30,9 +34,14 @@ final class SQLitePeer {
         try exec("CREATE INDEX trip_startDate ON trip(startDate)")
     }
 
-    deinit {
+    deinit { close() }
+
+    /// Finalises the statements and closes the connection (which checkpoints the WAL).
+    func close() {
         for statement in statements.values { sqlite3_finalize(statement) }
-        sqlite3_close(db)
+        statements = [:]
+        if db != nil { sqlite3_close(db) }
+        db = nil
     }
 
     func exec(_ sql: String) throws {
@@ -130,5 +139,67 @@ final class SQLitePeer {
         sqlite3_bind_double(s, 1, budgetAbove)
         guard sqlite3_step(s) == SQLITE_ROW else { throw Failure.sqlite("count failed") }
         return Int(sqlite3_column_int64(s, 0))
+    }
+
+    /// `UPDATE … SET budget WHERE pk`, one transaction per `batch` rows.
+    func updateBudgets(_ rows: [TripRow], batch: Int) throws {
+        var start = 0
+        while start < rows.count {
+            try exec("BEGIN")
+            let s = try statement("UPDATE trip SET budget = ? WHERE pk = ?")
+            for row in rows[start..<min(start + batch, rows.count)] {
+                sqlite3_reset(s)
+                sqlite3_bind_double(s, 1, row.budget + 1)
+                sqlite3_bind_int64(s, 2, row.pk)
+                guard sqlite3_step(s) == SQLITE_DONE, sqlite3_changes(db) == 1 else {
+                    throw Failure.sqlite("update failed")
+                }
+            }
+            try exec("COMMIT")
+            start += batch
+        }
+    }
+
+    /// One row, in a transaction of its own (autocommit).
+    func insertOne(_ row: TripRow) throws {
+        let s = try statement(
+            "INSERT INTO trip (pk, id, destination, startDate, budget, flag, note) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        sqlite3_bind_int64(s, 1, row.pk)
+        bind(s, 2, row.id)
+        sqlite3_bind_text(s, 3, row.destination, -1, Self.transient)
+        sqlite3_bind_double(s, 4, row.startDate.timeIntervalSinceReferenceDate)
+        sqlite3_bind_double(s, 5, row.budget)
+        sqlite3_bind_int(s, 6, row.flag ? 1 : 0)
+        sqlite3_bind_text(s, 7, row.note, -1, Self.transient)
+        guard sqlite3_step(s) == SQLITE_DONE else { throw Failure.sqlite("insert failed") }
+    }
+
+    /// `DELETE … WHERE destination IN (…)`; returns the rows deleted.
+    func delete(destinations: [String]) throws -> Int {
+        let marks = Array(repeating: "?", count: destinations.count).joined(separator: ", ")
+        let s = try statement("DELETE FROM trip WHERE destination IN (\(marks))")
+        for (i, destination) in destinations.enumerated() {
+            sqlite3_bind_text(s, Int32(i + 1), destination, -1, Self.transient)
+        }
+        guard sqlite3_step(s) == SQLITE_DONE else { throw Failure.sqlite("delete failed") }
+        return Int(sqlite3_changes(db))
+    }
+
+    func count() throws -> Int {
+        let s = try statement("SELECT count(*) FROM trip")
+        guard sqlite3_step(s) == SQLITE_ROW else { throw Failure.sqlite("count failed") }
+        return Int(sqlite3_column_int64(s, 0))
+    }
+
+    /// The database and its WAL after a truncating checkpoint, in bytes.
+    func bytesOnDisk() throws -> Int64 {
+        for statement in statements.values { sqlite3_reset(statement) }
+        try exec("PRAGMA wal_checkpoint(TRUNCATE)")
+        var total: Int64 = 0
+        for suffix in ["", "-wal"] {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path + suffix)
+            total += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        return total
     }
 }

@@ -40,12 +40,25 @@ struct Workload {
     let destinations: [String]
     let lookupIDs: [UUID]
     let rangeStarts: [Date]
+    /// Every tenth row, whose budget the update phase raises by 1.
+    let updates: [TripRow]
+    /// 1000 more rows, for the single-row saves.
+    let singles: [TripRow]
+    /// The destinations the batch delete removes (10 of 100).
+    let doomedDestinations: [String]
 
     init(count: Int, seed: UInt64) {
         var rng = SplitMix(seed: seed)
         destinations = (0..<100).map { "Destination \($0)" }
         let base = Date(timeIntervalSinceReferenceDate: 800_000_000)
-        let note = String(repeating: "n", count: 100)
+        // STOWAGE_BENCH_RANDOM_NOTES=1: notes of random letters, which LZ4 cannot shrink much.
+        let randomNotes = ProcessInfo.processInfo.environment["STOWAGE_BENCH_RANDOM_NOTES"] != nil
+        var noteRNG = SplitMix(seed: seed ^ 0x4E0735)
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        func makeNote() -> String {
+            guard randomNotes else { return String(repeating: "n", count: 100) }
+            return String((0..<100).map { _ in letters[Int(noteRNG.next() % UInt64(letters.count))] })
+        }
         let rows: [TripRow] = (0..<count).map { i in
             var bytes = (rng.next(), rng.next())
             let id = withUnsafeBytes(of: &bytes) { raw in
@@ -54,11 +67,21 @@ struct Workload {
             return TripRow(
                 pk: Int64(i + 1), id: id, destination: "Destination \(rng.next() % 100)",
                 startDate: base.addingTimeInterval(Double(rng.next() % 31_536_000)),
-                budget: Double(rng.next() % 10_000) / 10, flag: rng.next() % 2 == 0, note: note)
+                budget: Double(rng.next() % 10_000) / 10, flag: rng.next() % 2 == 0, note: makeNote())
         }
         self.rows = rows
         lookupIDs = (0..<10_000).map { _ in rows[Int(rng.next() % UInt64(count))].id }
         rangeStarts = (0..<1000).map { _ in base.addingTimeInterval(Double(rng.next() % 31_536_000)) }
+        updates = stride(from: 0, to: count, by: 10).map { rows[$0] }
+        singles = (0..<1000).map { i in
+            var bytes = (rng.next(), rng.next())
+            let id = withUnsafeBytes(of: &bytes) { raw in UUID(uuid: raw.load(as: uuid_t.self)) }
+            return TripRow(
+                pk: Int64(count + i + 1), id: id, destination: "Destination \(rng.next() % 100)",
+                startDate: base.addingTimeInterval(Double(rng.next() % 31_536_000)),
+                budget: Double(rng.next() % 10_000) / 10, flag: rng.next() % 2 == 0, note: makeNote())
+        }
+        doomedDestinations = (0..<10).map { "Destination \($0 * 10 + 3)" }
     }
 }
 

@@ -98,14 +98,15 @@ var order: [String] = []
     if let sqlite { phases[name]?.sqlite.append(sqlite) }
 }
 
+@MainActor func storeURL(run: Int) -> URL { directory.appendingPathComponent("run\(run).store") }
+
 @MainActor func makeContainer(run: Int) throws -> ModelContainer {
     switch options.store {
     case "memory":
         return try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
     case "log", "log-relaxed":
-        let url = directory.appendingPathComponent("run\(run).store")
         let configuration = LogStoreConfiguration(
-            name: "bench", schema: Schema([Trip.self]), url: url,
+            name: "bench", schema: Schema([Trip.self]), url: storeURL(run: run),
             durability: options.store == "log" ? .full : .relaxed)
         return try ModelContainer(for: [Trip.self], configurations: [configuration])
     default:
@@ -113,18 +114,41 @@ var order: [String] = []
     }
 }
 
-@MainActor func runStowage(run: Int, recordTimes: Bool) throws {
-    let container = try makeContainer(run: run)
+func makeTrip(_ row: TripRow) -> Trip {
+    Trip(
+        id: row.id, destination: row.destination, startDate: row.startDate, budget: row.budget, flag: row.flag,
+        note: row.note)
+}
+
+/// The rows left after every phase: all rows and the single-row saves, less the deleted destinations.
+let expectedDeleted = (workload.rows + workload.singles).filter { workload.doomedDestinations.contains($0.destination) }
+    .count
+let expectedFinalCount = workload.rows.count + workload.singles.count - expectedDeleted
+
+let updateName = "update \(workload.updates.count) rows (10%) in saves of 1000"
+let singlesName = "\(workload.singles.count) single-row durable saves"
+let deleteName = "batch delete of 10 destinations (\(expectedDeleted) rows)"
+let reopenName = "close, reopen and count"
+let openName = "of which open and count"
+var bytesOnDisk: (stowage: [Double], sqlite: [Double]) = ([], [])
+
+/// Every phase up to the reopen, on one container. Its contexts and models are gone when it returns.
+@MainActor func stowagePhases(_ container: ModelContainer, recordTimes: Bool) throws {
     let writer = ModelContext(container)
+    var inserted: [Trip] = []
+    inserted.reserveCapacity(workload.rows.count)
     let insert = try time {
         for row in workload.rows {
-            writer.insert(
-                Trip(
-                    id: row.id, destination: row.destination, startDate: row.startDate, budget: row.budget,
-                    flag: row.flag, note: row.note))
+            let trip = makeTrip(row)
+            writer.insert(trip)
+            inserted.append(trip)
         }
         try writer.save()
     }
+    // The identifiers play the part of SQLite's integer primary key in the update phase.
+    let updateIDs = stride(from: 0, to: inserted.count, by: 10).map { inserted[$0].persistentModelID }
+    precondition(updateIDs.allSatisfy { !$0.isTemporary } && updateIDs.count == workload.updates.count)
+    inserted = []
     let reader = ModelContext(container)
     var found = 0
     let repeats = ProcessInfo.processInfo.environment["STOWAGE_BENCH_PROFILE_POINT"] != nil ? 20 : 1
@@ -163,20 +187,80 @@ var order: [String] = []
                 FetchDescriptor<Trip>(predicate: #Predicate { $0.budget > threshold && $0.flag == false }))
         }
     }
+    let updater = ModelContext(container)
+    let update = try time {
+        var start = 0
+        while start < updateIDs.count {
+            let end = min(start + 1000, updateIDs.count)
+            for i in start..<end {
+                guard let trip = try updater.existingModel(for: updateIDs[i]) as? Trip else {
+                    throw UsageError(message: "not a Trip")
+                }
+                trip.budget = workload.updates[i].budget + 1
+            }
+            try updater.save()
+            start = end
+        }
+    }
+    let single = ModelContext(container)
+    let singles = try time {
+        for row in workload.singles {
+            single.insert(makeTrip(row))
+            try single.save()
+        }
+    }
+    let deleter = ModelContext(container)
+    let doomed = workload.doomedDestinations
+    var deleted = 0
+    let delete = try time {
+        try deleter.delete(model: Trip.self, where: #Predicate { doomed.contains($0.destination) })
+        deleted = deleter.deletedModelsArray.count
+        try deleter.save()
+    }
+    precondition(deleted == expectedDeleted, "deleted \(deleted), expected \(expectedDeleted)")
     if recordTimes {
         record("insert \(options.n) in one save", operations: options.n, stowage: insert)
         record("10k point fetches by id", operations: workload.lookupIDs.count, stowage: point)
         record("equality fetch on destination (x100)", operations: workload.destinations.count, stowage: equality)
         record("1000 range fetches, sorted, limit 20", operations: workload.rangeStarts.count, stowage: range)
         record("count, unindexed predicate (x10)", operations: 10, stowage: count)
+        record(updateName, operations: workload.updates.count, stowage: update)
+        record(singlesName, operations: workload.singles.count, stowage: singles)
+        record(deleteName, operations: expectedDeleted, stowage: delete)
     }
     _ = counted
 }
 
+@MainActor func runStowage(run: Int, recordTimes: Bool) throws {
+    var container: ModelContainer? = try makeContainer(run: run)
+    if let container { try stowagePhases(container, recordTimes: recordTimes) }
+    guard options.store != "memory" else {
+        // Nothing to reopen: the memory store's records go with its container.
+        container = nil
+        return
+    }
+    var reopenedCount = 0
+    let close = time { container = nil }  // closes the store: it must release its lock, or the open below fails
+    let open = try time {
+        let again = try makeContainer(run: run)
+        reopenedCount = try ModelContext(again).fetchCount(FetchDescriptor<Trip>())
+        container = again
+    }
+    precondition(reopenedCount == expectedFinalCount, "reopened \(reopenedCount), expected \(expectedFinalCount)")
+    container = nil
+    let size = (try FileManager.default.attributesOfItem(atPath: storeURL(run: run).path)[.size] as? NSNumber)?
+        .int64Value
+    if recordTimes {
+        record(reopenName, operations: 1, stowage: close + open)
+        record(openName, operations: 1, stowage: open)
+        bytesOnDisk.stowage.append(Double(size ?? 0))
+    }
+}
+
 @MainActor func runSQLite(run: Int, recordTimes: Bool) throws {
-    let peer = try SQLitePeer(
-        path: directory.appendingPathComponent("peer\(run).sqlite").path,
-        synchronous: options.store == "log" ? "FULL" : "NORMAL")
+    let path = directory.appendingPathComponent("peer\(run).sqlite").path
+    let synchronous = options.store == "log" ? "FULL" : "NORMAL"
+    var peer = try SQLitePeer(path: path, synchronous: synchronous)
     let insert = try time { try peer.insert(workload.rows) }
     var found = 0
     let point = try time {
@@ -195,12 +279,33 @@ var order: [String] = []
     let count = try time {
         for i in 0..<10 { counted += try peer.countUnindexed(budgetAbove: Double(i * 100)) }
     }
+    let update = try time { try peer.updateBudgets(workload.updates, batch: 1000) }
+    let singles = try time {
+        for row in workload.singles { try peer.insertOne(row) }
+    }
+    var deleted = 0
+    let delete = try time { deleted = try peer.delete(destinations: workload.doomedDestinations) }
+    precondition(deleted == expectedDeleted, "SQLite deleted \(deleted), expected \(expectedDeleted)")
+    var reopenedCount = 0
+    let close = time { peer.close() }
+    let open = try time {
+        peer = try SQLitePeer(path: path, synchronous: synchronous, reopen: true)
+        reopenedCount = try peer.count()
+    }
+    precondition(reopenedCount == expectedFinalCount, "SQLite reopened \(reopenedCount)")
+    let size = try peer.bytesOnDisk()
     if recordTimes {
         record("insert \(options.n) in one save", operations: options.n, sqlite: insert)
         record("10k point fetches by id", operations: workload.lookupIDs.count, sqlite: point)
         record("equality fetch on destination (x100)", operations: workload.destinations.count, sqlite: equality)
         record("1000 range fetches, sorted, limit 20", operations: workload.rangeStarts.count, sqlite: range)
         record("count, unindexed predicate (x10)", operations: 10, sqlite: count)
+        record(updateName, operations: workload.updates.count, sqlite: update)
+        record(singlesName, operations: workload.singles.count, sqlite: singles)
+        record(deleteName, operations: expectedDeleted, sqlite: delete)
+        record(reopenName, operations: 1, sqlite: close + open)
+        record(openName, operations: 1, sqlite: open)
+        bytesOnDisk.sqlite.append(Double(size))
     }
     _ = counted
 }
@@ -227,10 +332,23 @@ print("| operation | Stowage (ms) | SQLite (ms) | Stowage ops/s | speed vs SQLit
 print("|---|---:|---:|---:|---:|")
 for name in order {
     guard let phase = phases[name] else { continue }
-    let s = median(phase.stowage)
     let q = median(phase.sqlite)
+    guard !phase.stowage.isEmpty else {
+        print(String(format: "| %@ | n/a | %.1f | n/a | n/a |", name, q * 1000))
+        continue
+    }
+    let s = median(phase.stowage)
     let opsPerSecond = Double(phase.operations) / s
     print(String(format: "| %@ | %.1f | %.1f | %.0f | %.2f× |", name, s * 1000, q * 1000, opsPerSecond, q / s))
+}
+let mib = 1024.0 * 1024.0
+if bytesOnDisk.stowage.isEmpty {
+    print(String(format: "| bytes on disk after the phases (MiB) | n/a | %.1f | | |", median(bytesOnDisk.sqlite) / mib))
+} else {
+    // For bytes the ratio is the same way round: above 1 means Stowage uses less.
+    let s = median(bytesOnDisk.stowage)
+    let q = median(bytesOnDisk.sqlite)
+    print(String(format: "| bytes on disk after the phases (MiB) | %.1f | %.1f | | %.2f× |", s / mib, q / mib, q / s))
 }
 print("")
 print(String(format: "peak resident memory: %.0f MiB", peakRSS()))

@@ -35,6 +35,8 @@ public final class FaultInjectingFileSystem: LogFileSystem {
         var counts: [Operation: Int] = [:]
         var failAt: [Operation: Int] = [:]
         var injected: [Operation] = []
+        var totals: [Operation: Int] = [:]
+        var beforeSync: (@Sendable (Int) -> Void)?
     }
 
     private let base = POSIXLogFileSystem()
@@ -55,12 +57,25 @@ public final class FaultInjectingFileSystem: LogFileSystem {
         state.withLock { $0.failAt = [:] }
     }
 
+    /// How many times `operation` was called since this file system was made.
+    public func calls(_ operation: Operation) -> Int { state.withLock { $0.totals[operation, default: 0] } }
+
+    /// Runs before every sync, with the sync's number (1 is the first since the hook was
+    /// set), outside any lock of the file system: a test can hold a sync here.
+    public func setBeforeSync(_ hook: (@Sendable (Int) -> Void)?) {
+        state.withLock {
+            $0.beforeSync = hook
+            $0.totals[.sync] = 0
+        }
+    }
+
     /// The failures injected so far.
     public var injected: [Operation] { state.withLock { $0.injected } }
 
     private func shouldFail(_ operation: Operation) -> Bool {
         state.withLock { s in
             s.counts[operation, default: 0] += 1
+            s.totals[operation, default: 0] += 1
             guard let n = s.failAt[operation], s.counts[operation] == n else { return false }
             s.injected.append(operation)
             return true
@@ -86,6 +101,8 @@ public final class FaultInjectingFileSystem: LogFileSystem {
     }
 
     public func sync(_ fd: Int32) throws {
+        let (hook, number) = state.withLock { ($0.beforeSync, $0.totals[.sync, default: 0] + 1) }
+        hook?(number)
         if shouldFail(.sync) { throw injected(.sync) }
         try base.sync(fd)
     }

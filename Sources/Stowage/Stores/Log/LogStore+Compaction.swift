@@ -7,8 +7,9 @@ extension LogStore {
     /// - Throws: ``DataStoreError`` `.ioFailure` (the store is unchanged when the failure
     ///   comes before the rename), `.storeUnusable` after an earlier failure.
     public func compact() throws {
-        try writer.withLock { w in
+        try writer.withLockWhenNotSyncing { w in
             try checkWritable(w)
+            try settlePending(&w)
             let current = table.withLock { $0 }
             try rewrite(&w, from: current)
         }

@@ -158,7 +158,7 @@ extension LogStore {
 
         // Replay the commits, and stop at the first record that fails a check.
         let map = LogEntityMap(storeIdentifier: identifier, description: stored)
-        var table = SnapshotTable(schema: schema, storeIdentifier: identifier)
+        var replay = LogReplay()
         var lastTransaction: UInt64 = 0
         var commits = 0
         var damage: String?
@@ -172,7 +172,7 @@ extension LogStore {
             case .record(.commit, let payload, let next):
                 do {
                     let commit = try LogCodec.decodeCommit(payload, map: map)
-                    table.replay(commit)
+                    replay.add(commit)
                     lastTransaction = max(lastTransaction, commit.transactionID)
                     commits += 1
                     offset = next
@@ -200,7 +200,7 @@ extension LogStore {
                 validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
         }
         return Opened(
-            table: table,
+            table: replay.table(schema: schema, storeIdentifier: identifier),
             writer: WriterState(
                 fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
                 nextTransactionID: lastTransaction + 1),

@@ -17,9 +17,10 @@ import Synchronization
 ///   A second opener, in this process or another, gets ``DataStoreError/storeLocked``.
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
-/// This first version keeps every record in memory (a ``SnapshotTable``), as
-/// ``MemoryStore`` does, with the log as the durable truth. It writes no checkpoints, and
-/// concurrent saves are serialised, each with its own sync (no group commit yet).
+/// This version keeps every record in memory (a ``SnapshotTable``), as ``MemoryStore``
+/// does, with the log as the durable truth. It writes no checkpoints. Concurrent saves
+/// share syncs (group commit): each appends its record in turn, and one `fdatasync`
+/// covers every record appended before it started.
 public final class LogStore: DataStore, DataStoreBatching {
     public let configuration: LogStoreConfiguration
     public let identifier: String
@@ -35,7 +36,7 @@ public final class LogStore: DataStore, DataStoreBatching {
     let map: LogEntityMap
     let storedSchema: LogSchemaDescription
     let table: Mutex<SnapshotTable>
-    let writer: Mutex<WriterState>
+    let writer: LogWriter
 
     /// The writer's side: the file, where the valid prefix ends, and whether saves may go on.
     struct WriterState {
@@ -49,6 +50,20 @@ public final class LogStore: DataStore, DataStoreBatching {
         /// Why the store refuses saves, once it does.
         var unusable: String?
         var closed = false
+
+        // Group commit (durability `.full`).
+        /// The sequence number of the last save appended.
+        var appended: UInt64 = 0
+        /// Every save up to this sequence number is durable.
+        var durable: UInt64 = 0
+        /// Whether a thread is in `fdatasync` now (without the lock).
+        var syncing = false
+        /// Saves appended and applied but not yet durable, oldest first.
+        var pending: [LogPendingSave] = []
+        /// Set when a sync fails: every save not yet durable fails with it.
+        var syncFailure: String?
+        /// The commit syncs performed: fewer than the saves when saves shared them.
+        var syncs = 0
     }
 
     /// What opening found when the end of the log was torn or damaged.
@@ -90,7 +105,7 @@ public final class LogStore: DataStore, DataStoreBatching {
         self.createdAt = opened.createdAt
         self.lastRecovery = opened.report
         self.table = Mutex(opened.table)
-        self.writer = Mutex(opened.writer)
+        self.writer = LogWriter(opened.writer)
     }
 
     deinit {
@@ -100,8 +115,10 @@ public final class LogStore: DataStore, DataStoreBatching {
     /// Closes the file and releases the lock. Reads still answer from memory; saves throw
     /// ``DataStoreError/storeUnusable``. Dropping the store closes it too.
     public func close() {
-        writer.withLock { w in
+        writer.withLockWhenNotSyncing { w in
             guard !w.closed else { return }
+            // Saves still waiting for their sync get it (or its failure) now.
+            try? settlePending(&w)
             fs.close(w.fd)
             fs.close(w.lockFD)
             w.closed = true
@@ -111,6 +128,9 @@ public final class LogStore: DataStore, DataStoreBatching {
 
     /// The length of the log file's valid prefix, in bytes.
     public var fileLength: Int64 { writer.withLock { $0.end } }
+
+    /// The `fdatasync`s that made saves durable since the store was opened.
+    @_spi(Testing) public var commitSyncCount: Int { writer.withLock { $0.syncs } }
 
     var now: Int64 {
         configuration.clock?() ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
@@ -158,43 +178,60 @@ public final class LogStore: DataStore, DataStoreBatching {
     // MARK: Writing
 
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
-        let prepared = try writer.withLock { w in
+        let (prepared, ticket) = try writer.withLock { w in
             try commit(&w, author: request.editingState.author) { try $0.prepare(request) }
         }
+        if let ticket { try waitUntilDurable(ticket) }
         return DataStoreSaveChangesResult(
             storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
             snapshotsToReregister: prepared.reregister)
     }
 
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
-        try writer.withLock { w in
-            var doomed: [PersistentIdentifier] = []
-            _ = try commit(&w, author: request.editingState.author) { table in
+        var doomed: [PersistentIdentifier] = []
+        let (_, ticket) = try writer.withLock { w in
+            try commit(&w, author: request.editingState.author) { table in
                 let snapshots = try table.fetch(request.query)
                 doomed = snapshots.map(\.persistentIdentifier)
                 return try table.prepare(
                     DataStoreSaveChangesRequest(
                         editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
             }
-            return doomed
         }
+        if let ticket { try waitUntilDurable(ticket) }
+        return doomed
     }
 
-    /// Validates a save, appends its commit record, syncs, and only then applies it.
-    /// Called with the writer lock held, so the table cannot change in between.
+    /// Validates a save, appends its commit record and applies it to the table. Called with
+    /// the writer lock held, so the table cannot change in between. With `.full`
+    /// durability it returns a ticket to pass to ``waitUntilDurable(_:)`` before the save
+    /// may return; the table change is taken back if that sync fails.
     private func commit(
         _ w: inout WriterState, author: String?, prepare: (SnapshotTable) throws -> SnapshotTable.PreparedSave
-    ) throws -> SnapshotTable.PreparedSave {
+    ) throws -> (SnapshotTable.PreparedSave, ticket: UInt64?) {
         try checkWritable(w)
         let prepared = try table.withLock { try prepare($0) }
-        if SnapshotTable.isEmpty(prepared) { return prepared }
+        if SnapshotTable.isEmpty(prepared) { return (prepared, nil) }
         let commit = SnapshotTable.commit(
             prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
         let payload = try LogCodec.encodeCommit(commit, map: map)
+        let start = w.end
         try append(&w, type: .commit, payload: payload)
-        table.withLock { $0.apply(prepared) }
         w.nextTransactionID += 1
-        return prepared
+        guard configuration.durability == .full else {
+            table.withLock { $0.apply(prepared) }
+            return (prepared, nil)
+        }
+        let (undo, previousKey) = table.withLock { table in
+            let undo = table.undo(of: prepared)
+            let previousKey = table.nextPrimaryKey
+            table.apply(prepared)
+            return (undo, previousKey)
+        }
+        w.appended += 1
+        w.pending.append(
+            LogPendingSave(sequence: w.appended, start: start, undo: undo, previousNextPrimaryKey: previousKey))
+        return (prepared, w.appended)
     }
 
     func checkWritable(_ w: WriterState) throws {
@@ -203,7 +240,84 @@ public final class LogStore: DataStore, DataStoreBatching {
         }
     }
 
-    /// Appends one record at the end of the valid prefix and, for `.full`, syncs it.
+    /// Returns once the save with sequence number `ticket` is durable: after an
+    /// `fdatasync` that started after its record was written. The first thread to find no
+    /// sync in flight performs one for every save appended so far; the others wait for it.
+    /// - Throws: ``DataStoreError/ioFailure`` when the sync covering the save (or one
+    ///   before it) failed; the save has then been taken back out of the table.
+    func waitUntilDurable(_ ticket: UInt64) throws {
+        while true {
+            let step = writer.wait { w -> LogWriter.Step? in
+                if w.durable >= ticket { return .done }
+                if let failure = w.syncFailure { return .failed(failure) }
+                if w.closed { return .failed("the store was closed before the save was synced") }
+                if w.syncing { return nil }
+                w.syncing = true
+                return .sync(fd: w.fd, target: w.appended)
+            }
+            switch step {
+            case .done:
+                return
+            case .failed(let reason):
+                throw DataStoreError(
+                    .ioFailure,
+                    "syncing a commit of \(path) failed (\(reason)); the save was not made durable and "
+                        + "the store refuses further saves")
+            case .sync(let fd, let target):
+                // Without the lock: other saves append meanwhile, and wait for the next sync.
+                var failure: (any Error)?
+                do { try fs.sync(fd) } catch { failure = error }
+                writer.update { w in
+                    w.syncing = false
+                    w.syncs += 1
+                    if let failure {
+                        failPending(&w, failure)
+                    } else {
+                        markDurable(&w, through: target)
+                    }
+                }
+            }
+        }
+    }
+
+    private func markDurable(_ w: inout WriterState, through target: UInt64) {
+        w.durable = max(w.durable, target)
+        let covered = w.pending.prefix { $0.sequence <= target }.count
+        w.pending.removeFirst(covered)
+    }
+
+    /// After a failed sync the kernel may have dropped the dirty pages: never retry and
+    /// carry on. Every save not yet durable fails: its change leaves the table, and its
+    /// record is cut off the file if that can be done.
+    private func failPending(_ w: inout WriterState, _ error: any Error) {
+        w.syncFailure = "\(error)"
+        w.unusable = "fdatasync failed (\(error)); reopen the store to go on"
+        let pending = w.pending
+        w.pending = []
+        table.withLock { $0.revert(pending) }
+        if let first = pending.first {
+            try? fs.truncate(w.fd, to: first.start)
+            w.end = first.start
+        }
+    }
+
+    /// Makes every pending save durable with one sync, holding the lock (no sync may be in
+    /// flight): before a rewrite or a close.
+    func settlePending(_ w: inout WriterState) throws {
+        guard !w.pending.isEmpty else { return }
+        w.syncs += 1
+        do {
+            try fs.sync(w.fd)
+        } catch {
+            failPending(&w, error)
+            throw DataStoreError(
+                .ioFailure, "syncing the pending commits of \(path) failed; the store refuses further saves",
+                underlying: error)
+        }
+        markDurable(&w, through: w.appended)
+    }
+
+    /// Writes one record at the end of the valid prefix. Syncing is the caller's business.
     /// On failure the file is cut back to the prefix, and the in-memory state is unchanged.
     private func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8]) throws {
         guard payload.count <= LogFormat.maximumPayload else {
@@ -223,27 +337,14 @@ public final class LogStore: DataStore, DataStoreBatching {
                 .ioFailure, "writing a commit at offset \(w.end) of \(path) failed; nothing was saved",
                 underlying: error)
         }
-        if configuration.durability == .full {
-            do {
-                try fs.sync(w.fd)
-            } catch {
-                // After a failed fsync the kernel may have dropped the dirty pages: never
-                // retry and carry on. Cut the unacknowledged record off if we can.
-                w.unusable = "fdatasync failed (\(error)); reopen the store to go on"
-                try? fs.truncate(w.fd, to: w.end)
-                throw DataStoreError(
-                    .ioFailure,
-                    "syncing a commit of \(path) failed; the save was not made durable and "
-                        + "the store refuses further saves", underlying: error)
-            }
-        }
         w.end += Int64(record.count)
     }
 
     /// Removes every record: the file is replaced by an empty log, atomically.
     public func erase() throws {
-        try writer.withLock { w in
+        try writer.withLockWhenNotSyncing { w in
             try checkWritable(w)
+            try settlePending(&w)
             let empty = SnapshotTable(schema: schema, storeIdentifier: identifier)
             try rewrite(&w, from: empty)
             table.withLock { $0.removeAll() }

@@ -1,13 +1,4 @@
 extension SnapshotTable {
-    /// Applies a commit read back from a log: the same changes the save made.
-    mutating func replay(_ commit: LogCommit) {
-        var prepared = PreparedSave()
-        prepared.deletes = commit.deletes
-        prepared.writes = commit.writes
-        prepared.nextPrimaryKey = commit.nextPrimaryKey
-        apply(prepared)
-    }
-
     /// Whether a prepared save changes any record.
     static func isEmpty(_ prepared: PreparedSave) -> Bool {
         prepared.deletes.isEmpty && prepared.writes.isEmpty

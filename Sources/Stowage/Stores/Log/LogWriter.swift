@@ -1,0 +1,108 @@
+import Foundation
+
+/// The log store's writer side behind one lock with a condition, for group commit.
+///
+/// A save appends its record and applies it to the table with the lock held, then waits
+/// (``LogStore/waitUntilDurable(_:)``) for an `fdatasync` that covers it. The first waiter
+/// to find no sync in flight performs one for everyone appended so far; the others wait on
+/// the condition. State is read and written only with the lock held; `withLock` bodies
+/// never wait.
+final class LogWriter: @unchecked Sendable {
+    private let condition = NSCondition()
+    /// Only with the lock held.
+    private var state: LogStore.WriterState
+
+    init(_ state: LogStore.WriterState) {
+        self.state = state
+    }
+
+    func withLock<R>(_ body: (inout LogStore.WriterState) throws -> R) rethrows -> R {
+        condition.lock()
+        defer { condition.unlock() }
+        return try body(&state)
+    }
+
+    /// Like ``withLock(_:)``, but first waits until no sync is in flight, so that `body` may
+    /// close or replace the file descriptor.
+    func withLockWhenNotSyncing<R>(_ body: (inout LogStore.WriterState) throws -> R) rethrows -> R {
+        condition.lock()
+        defer { condition.unlock() }
+        while state.syncing { condition.wait() }
+        defer { condition.broadcast() }
+        return try body(&state)
+    }
+
+    /// What a waiter should do next; decided with the lock held.
+    enum Step {
+        case done
+        case failed(String)
+        case sync(fd: Int32, target: UInt64)
+    }
+
+    /// Blocks until `decide` returns something other than `nil`, re-checking whenever the
+    /// state changes. `decide` runs with the lock held.
+    func wait(until decide: (inout LogStore.WriterState) -> Step?) -> Step {
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            if let step = decide(&state) { return step }
+            condition.wait()
+        }
+    }
+
+    /// Runs `body` with the lock held and wakes every waiter afterwards.
+    func update<R>(_ body: (inout LogStore.WriterState) -> R) -> R {
+        condition.lock()
+        defer {
+            condition.broadcast()
+            condition.unlock()
+        }
+        return body(&state)
+    }
+}
+
+/// A save appended to the log but not yet covered by a sync (durability `.full` only).
+struct LogPendingSave {
+    /// The save's sequence number: one more than the save appended before it.
+    var sequence: UInt64
+    /// Where its record starts: the end of the log before it.
+    var start: Int64
+    /// The changes that take it back out of the table.
+    var undo: SnapshotTable.PreparedSave
+    /// The table's next primary key before it.
+    var previousNextPrimaryKey: Int64
+}
+
+extension SnapshotTable {
+    /// The changes that undo `prepared` once it is applied: inserted records removed,
+    /// updated and deleted ones written back as they were. Call before applying it.
+    func undo(of prepared: PreparedSave) -> PreparedSave {
+        var undo = PreparedSave()
+        var seen: Set<LogRecordKey> = []
+        func remember(_ entity: String, _ key: Int64, known isInsert: Bool) {
+            guard seen.insert(LogRecordKey(entity: entity, key: key)).inserted else { return }
+            if !isInsert, let old = entities[entity]?.rows.value(forKey: key) {
+                undo.writes.append((entity, key, old, false))
+            } else {
+                undo.deletes.append((entity, key))
+            }
+        }
+        for (entity, key) in prepared.deletes { remember(entity, key, known: false) }
+        for (entity, key, _, isInsert) in prepared.writes { remember(entity, key, known: isInsert) }
+        undo.nextPrimaryKey = nextPrimaryKey
+        return undo
+    }
+
+    /// Takes applied saves back out, newest first.
+    mutating func revert(_ saves: [LogPendingSave]) {
+        for save in saves.reversed() {
+            apply(save.undo)
+            nextPrimaryKey = save.previousNextPrimaryKey
+        }
+    }
+}
+
+struct LogRecordKey: Hashable {
+    var entity: String
+    var key: Int64
+}

@@ -1,0 +1,87 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+@Suite("LogStore replay at open")
+struct LogReplayTests {
+    static let schema = Schema([Chore.self, Person.self])
+
+    /// Every tree of the table: primary keys with their snapshots, and each index's entries.
+    static func trees(_ store: LogStore) -> [String: [String]] {
+        store.table.withLock { table in
+            var result: [String: [String]] = [:]
+            for (name, records) in table.entities {
+                result[name + ".rows"] = records.rows.map { "\($0.key)=\($0.value.values)" }
+                for index in records.indexes {
+                    result[name + "." + index.description] = index.tree.map { "\($0.key)=\($0.value)" }
+                }
+            }
+            return result
+        }
+    }
+
+    static func logStore(_ container: ModelContainer) throws -> LogStore {
+        try #require(container.storesForTesting.first as? LogStore)
+    }
+
+    /// Opening bulk-loads the trees from the log; they must equal the ones the saves built
+    /// one change at a time, after inserts, updates that move index keys, and deletes.
+    @Test func openBuildsTheSameTreesAsTheSaves() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let configuration = LogStoreConfiguration(schema: Self.schema, url: directory.storeURL)
+        var random = SeededRandom(seed: 0x5EED_0F_10C)
+        var before: [String: [String]] = [:]
+        var nextKey: Int64 = 0
+        do {
+            let container = try ModelContainer(for: Self.schema, configurations: [configuration])
+            let context = ModelContext(container)
+            var chores: [Chore] = []
+            var people: [Person] = []
+            for round in 0..<12 {
+                for i in 0..<40 {
+                    let chore = Chore(
+                        seq: round * 100 + i, title: "t\(Int.random(in: 0..<30, using: &random))",
+                        priority: Int.random(in: 0..<6, using: &random), isCompleted: Bool.random(using: &random),
+                        dueDate: Bool.random(using: &random)
+                            ? Date(timeIntervalSince1970: Double(Int.random(in: 0..<1000, using: &random))) : nil)
+                    context.insert(chore)
+                    chores.append(chore)
+                }
+                let person = Person(email: "p\(round)@x", name: "n\(round % 4)", age: round)
+                context.insert(person)
+                people.append(person)
+                for chore in chores where Int.random(in: 0..<5, using: &random) == 0 {
+                    chore.priority = Int.random(in: 0..<6, using: &random)
+                    chore.isCompleted.toggle()
+                    if Bool.random(using: &random) { chore.title += "!" }
+                }
+                if round % 3 == 2, let person = people.first {
+                    person.age += 100
+                }
+                for _ in 0..<8 where !chores.isEmpty {
+                    context.delete(chores.remove(at: Int.random(in: 0..<chores.count, using: &random)))
+                }
+                try context.save()
+            }
+            let store = try Self.logStore(container)
+            before = Self.trees(store)
+            nextKey = store.table.withLock { $0.nextPrimaryKey }
+        }
+        let container = try ModelContainer(for: Self.schema, configurations: [configuration])
+        let store = try Self.logStore(container)
+        #expect(Self.trees(store) == before)
+        #expect(store.table.withLock { $0.nextPrimaryKey } == nextKey)
+        #expect(before["Chore.rows"]?.count == 12 * 32)
+        // Queries that the planner answers from the reloaded indexes.
+        let context = ModelContext(container)
+        let open = try context.fetch(
+            FetchDescriptor<Chore>(
+                predicate: #Predicate { !$0.isCompleted && $0.priority > 3 }, sortBy: [SortDescriptor(\.seq)]))
+        #expect(open.allSatisfy { !$0.isCompleted && $0.priority > 3 })
+        #expect(!open.isEmpty)
+        #expect(try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.email == "p0@x" })) == 1)
+    }
+}
