@@ -50,8 +50,16 @@ extension ModelContext {
                 editingState: editingState, inserted: inserted[index] ?? [], updated: updated[index] ?? [],
                 deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
             let result = try container.stores[index].save(request)
-            remapped.merge(result.remappedIdentifiers) { a, _ in a }
-            reregister.merge(result.snapshotsToReregister) { a, _ in a }
+            if remapped.isEmpty {
+                remapped = result.remappedIdentifiers
+            } else {
+                remapped.merge(result.remappedIdentifiers) { a, _ in a }
+            }
+            if reregister.isEmpty {
+                reregister = result.snapshotsToReregister
+            } else {
+                reregister.merge(result.snapshotsToReregister) { a, _ in a }
+            }
         }
         finishSave(deletions: deletions, remapped: remapped, reregister: reregister)
     }

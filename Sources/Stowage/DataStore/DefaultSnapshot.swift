@@ -32,7 +32,14 @@ public struct DefaultSnapshot: DataStoreSnapshot, Hashable {
     public func copy(
         persistentIdentifier: PersistentIdentifier, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier]?
     ) -> DefaultSnapshot {
-        guard let map = remappedIdentifiers, !map.isEmpty else {
+        guard let map = remappedIdentifiers, !map.isEmpty,
+            values.contains(where: {
+                switch $0 {
+                case .identifier, .array: true
+                default: false
+                }
+            })
+        else {
             return DefaultSnapshot(persistentIdentifier: persistentIdentifier, values: values)
         }
         return DefaultSnapshot(persistentIdentifier: persistentIdentifier, values: values.map { Self.remap($0, map) })

@@ -29,6 +29,7 @@ extension SnapshotTable {
         var deletedKeys: [String: Set<Int64>] = [:]
         // Unique keys claimed and released by this save, over the stored indexes.
         var claimed: [String: [[IndexKey: Int64]]] = [:]
+        let expectedClaims = Swift.min(request.inserted.count + request.updated.count, 1 << 20)
         var released: [String: [Set<IndexKey>]] = [:]
 
         func entity(_ snapshot: DefaultSnapshot) throws -> Schema.Entity {
@@ -57,7 +58,9 @@ extension SnapshotTable {
         }
         func ensure(_ entity: Schema.Entity, _ count: Int) {
             if claimed[entity.name] == nil {
-                claimed[entity.name] = Array(repeating: [:], count: count)
+                var maps: [[IndexKey: Int64]] = Array(repeating: [:], count: count)
+                for i in maps.indices { maps[i].reserveCapacity(expectedClaims) }
+                claimed[entity.name] = maps
                 released[entity.name] = Array(repeating: [], count: count)
             }
         }
@@ -102,7 +105,11 @@ extension SnapshotTable {
         var finalValues:
             [PersistentIdentifier: (entity: Schema.Entity, key: Int64, values: [SnapshotValue], isInsert: Bool)] = [:]
         var writeOrder: [PersistentIdentifier] = []
-        var written: Set<PersistentIdentifier> = []
+        let expected = request.inserted.count + request.updated.count
+        finalValues.reserveCapacity(expected)
+        writeOrder.reserveCapacity(expected)
+        prepared.remapped.reserveCapacity(request.inserted.count)
+        prepared.writes.reserveCapacity(expected)
         for snapshot in request.inserted {
             let entity = try entity(snapshot)
             let keys = uniqueKeys(entity, snapshot)
@@ -125,7 +132,9 @@ extension SnapshotTable {
                     release(entity, uniqueKeys(entity, stored))
                 }
                 let isInsert = finalValues[permanent]?.isInsert ?? false
-                finalValues[permanent] = (entity, target, snapshot.values, isInsert)
+                if finalValues.updateValue((entity, target, snapshot.values, isInsert), forKey: permanent) == nil {
+                    writeOrder.append(permanent)
+                }
                 prepared.reregister[permanent] = DefaultSnapshot(
                     persistentIdentifier: permanent, values: snapshot.values)
             } else {
@@ -133,8 +142,8 @@ extension SnapshotTable {
                 nextKey += 1
                 permanent = identifier(entity.name, pk)
                 finalValues[permanent] = (entity, pk, snapshot.values, true)
+                writeOrder.append(permanent)
             }
-            if written.insert(permanent).inserted { writeOrder.append(permanent) }
             prepared.remapped[snapshot.persistentIdentifier] = permanent
             if !keys.isEmpty { claim(entity, keys, permanent.primaryKey ?? 0) }
         }
@@ -157,8 +166,9 @@ extension SnapshotTable {
             }
             if !keys.isEmpty { claim(entity, keys, pk) }
             let isInsert = finalValues[id]?.isInsert ?? false
-            finalValues[id] = (entity, pk, snapshot.values, isInsert)
-            if written.insert(id).inserted { writeOrder.append(id) }
+            if finalValues.updateValue((entity, pk, snapshot.values, isInsert), forKey: id) == nil {
+                writeOrder.append(id)
+            }
         }
 
         // Relationship values that point at temporary identifiers now point at permanent ones.
@@ -176,31 +186,45 @@ extension SnapshotTable {
 
     /// Applies a prepared save: records and every index change together. It cannot fail.
     public mutating func apply(_ prepared: PreparedSave) {
+        // Each entity's records are taken out of the dictionary once per run of changes to
+        // that entity, so the trees inside are uniquely referenced and change in place.
+        var currentName: String?
+        var current = EntityRecords()
+        func switchTo(_ name: String) -> Bool {
+            if currentName == name { return true }
+            if let currentName { entities[currentName] = current }
+            guard let records = entities.removeValue(forKey: name) else {
+                currentName = nil
+                return false
+            }
+            currentName = name
+            current = records
+            return true
+        }
         for (name, key) in prepared.deletes {
-            guard var records = entities.removeValue(forKey: name) else { continue }
-            if let old = records.rows.removeValue(forKey: key) {
-                for i in records.indexes.indices {
-                    _ = records.indexes[i].tree.removeValue(forKey: records.indexes[i].entryKey(old, primaryKey: key))
+            guard switchTo(name) else { continue }
+            if let old = current.rows.removeValue(forKey: key) {
+                for i in current.indexes.indices {
+                    _ = current.indexes[i].tree.removeValue(forKey: current.indexes[i].entryKey(old, primaryKey: key))
                 }
             }
-            entities[name] = records
         }
         for (name, key, snapshot, _) in prepared.writes {
-            guard var records = entities.removeValue(forKey: name) else { continue }
-            let old = records.rows.updateValue(snapshot, forKey: key)
-            for i in records.indexes.indices {
-                let newKey = records.indexes[i].entryKey(snapshot, primaryKey: key)
+            guard switchTo(name) else { continue }
+            let old = current.rows.updateValue(snapshot, forKey: key)
+            for i in current.indexes.indices {
+                let newKey = current.indexes[i].entryKey(snapshot, primaryKey: key)
                 if let old {
-                    let oldKey = records.indexes[i].entryKey(old, primaryKey: key)
+                    let oldKey = current.indexes[i].entryKey(old, primaryKey: key)
                     if oldKey == newKey { continue }
-                    if records.indexes[i].tree.value(forKey: oldKey) == key {
-                        _ = records.indexes[i].tree.removeValue(forKey: oldKey)
+                    if current.indexes[i].tree.value(forKey: oldKey) == key {
+                        _ = current.indexes[i].tree.removeValue(forKey: oldKey)
                     }
                 }
-                _ = records.indexes[i].tree.updateValue(key, forKey: newKey)
+                _ = current.indexes[i].tree.updateValue(key, forKey: newKey)
             }
-            entities[name] = records
         }
+        if let currentName { entities[currentName] = current }
         nextPrimaryKey = Swift.max(nextPrimaryKey, prepared.nextPrimaryKey)
     }
 
