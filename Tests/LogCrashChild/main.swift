@@ -68,6 +68,8 @@ do {
             say(error.code.rawValue)
             say(error.message)
         }
+    case "json-save" where arguments.count >= 3:
+        try runJSONSave(arguments[2])
     case "default":
         let container = try ModelContainer(for: CrashBatch.self)
         let context = ModelContext(container)

@@ -30,8 +30,15 @@ public struct StoreFactory: Sendable, CustomStringConvertible {
         )
     }
 
+    /// The JSON document store, in a fresh directory (see `JSONTestSupport.swift`).
+    public static let json = StoreFactory(name: "JSONStore") { schema in
+        try ModelContainer(
+            for: schema,
+            configurations: [JSONStoreConfiguration(name: "json", schema: schema, fileURL: JSONTest.freshURL())])
+    }
+
     /// Every store the conformance suite runs against.
-    public static let all: [StoreFactory] = [.memory, .log]
+    public static let all: [StoreFactory] = [.memory, .log, .json]
 }
 
 /// A small deterministic random generator (SplitMix64), so failures can be replayed

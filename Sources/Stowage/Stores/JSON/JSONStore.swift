@@ -1,0 +1,341 @@
+import Foundation
+import Synchronization
+
+/// A store that keeps everything in one human-readable JSON document (`Formats/json.md`),
+/// for data you want to read, diff or edit by hand.
+///
+/// - Opening reads and validates the whole document into memory, into the same table,
+///   indexes and planner as ``MemoryStore``: queries cost what they cost there. A
+///   malformed document is refused (``DataStoreError/corruptStore`` naming the line and
+///   column, or the entity, record and field), and the file is never modified by a failed
+///   open.
+/// - **Every save rewrites the whole document, so a save costs O(size of the store).** The
+///   new document goes to a temporary file in the same directory, which is `fsync`ed,
+///   renamed over the old one, and the directory `fsync`ed; only then does the store's
+///   in-memory state change. A failure at any step leaves the previous document and the
+///   store as they were. Prefer ``LogStore`` for large stores saved often.
+/// - One process at a time: an exclusive `flock` on `<file>.lock`; a second opener gets
+///   ``DataStoreError/storeLocked``.
+public final class JSONStore: DataStore, DataStoreBatching {
+    public let configuration: JSONStoreConfiguration
+    public let identifier: String
+    public let schema: Schema
+
+    let fs: any LogFileSystem
+    let path: String
+    let directory: String
+    let table: Mutex<SnapshotTable>
+    let writer: Mutex<WriterState>
+
+    struct WriterState {
+        var lockFD: Int32
+        var closed = false
+        /// Why saves are refused, once they are.
+        var unusable: String?
+        /// The last document's size, to size the next one's buffer.
+        var lastSize = 0
+    }
+
+    /// Opens the document at the configuration's `fileURL`, creating it (and its
+    /// directory) if there is none.
+    /// - Throws: ``DataStoreError`` `.storeLocked`, `.wrongFormat`, `.corruptStore`,
+    ///   `.schemaMismatch` or `.ioFailure`.
+    public init(_ configuration: JSONStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
+        guard let schema = configuration.schema else {
+            throw DataStoreError(.unsupportedFeature, "a JSONStoreConfiguration needs a schema")
+        }
+        let url = configuration.fileURL.standardizedFileURL
+        self.configuration = configuration
+        self.schema = schema
+        self.fs = configuration.fileSystem
+        self.path = url.path
+        self.directory = url.deletingLastPathComponent().path
+        let (table, lockFD, size) = try Self.open(
+            path: path, directory: directory, schema: schema, configuration: configuration)
+        self.identifier = table.storeIdentifier
+        self.table = Mutex(table)
+        self.writer = Mutex(WriterState(lockFD: lockFD, lastSize: size))
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Releases the lock. Reads still answer from memory; saves throw
+    /// ``DataStoreError/storeUnusable``. Dropping the store closes it too.
+    public func close() {
+        writer.withLock { w in
+            guard !w.closed else { return }
+            fs.close(w.lockFD)
+            w.closed = true
+            if w.unusable == nil { w.unusable = "the store was closed" }
+        }
+    }
+
+    // MARK: Opening
+
+    private static func open(
+        path: String, directory: String, schema: Schema, configuration: JSONStoreConfiguration
+    ) throws -> (SnapshotTable, Int32, Int) {
+        let fs = configuration.fileSystem
+        if !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw DataStoreError(
+                    .ioFailure, "cannot create the directory \(directory) for the JSON store: \(error)")
+            }
+        }
+        guard let lockFD = try fs.open(path + ".lock", mode: .createOrOpen) else {
+            throw DataStoreError(.ioFailure, "cannot open the lock file \(path).lock")
+        }
+        do {
+            var locked = try fs.lock(lockFD)
+            // A moment's grace for a forked child that still holds the descriptor.
+            for _ in 0..<20 where !locked {
+                usleep(5_000)
+                locked = try fs.lock(lockFD)
+            }
+            guard locked else {
+                throw DataStoreError(
+                    .storeLocked,
+                    "the JSON store at \(path) is open elsewhere (another process, or another container in this "
+                        + "one); close it there first")
+            }
+            // Temporary files of a save that crashed before its rename; the lock is ours.
+            let prefix = URL(fileURLWithPath: path).lastPathComponent + ".tmp-"
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            where name.hasPrefix(prefix) {
+                try fs.remove(directory + "/" + name)
+            }
+            if let fd = try fs.open(path, mode: .existing) {
+                defer { fs.close(fd) }
+                let size = try fs.size(fd)
+                guard size <= configuration.maximumFileSize else {
+                    throw DataStoreError(
+                        .corruptStore,
+                        "\(path) is \(size) bytes, more than the limit of \(configuration.maximumFileSize) "
+                            + "(JSONStoreConfiguration.maximumFileSize); it was left untouched")
+                }
+                let bytes = try fs.read(fd, count: Int(size), at: 0)
+                do {
+                    let table = try JSONDocument.load(bytes, schema: schema)
+                    return (table, lockFD, bytes.count)
+                } catch {
+                    throw DataStoreError(error.code, "\(path): \(error.message); the file was left untouched")
+                }
+            }
+            let identifier = configuration.fixedStoreIdentifier ?? "json-" + UUID().uuidString
+            let table = SnapshotTable(schema: schema, storeIdentifier: identifier)
+            let bytes = JSONDocument.render(table)
+            try replace(fs: fs, path: path, directory: directory, with: bytes)
+            return (table, lockFD, bytes.count)
+        } catch {
+            fs.close(lockFD)
+            throw error
+        }
+    }
+
+    // MARK: Writing the document
+
+    /// Writes `bytes` to a new temporary file beside `path`, syncs it, renames it over
+    /// `path` and syncs the directory. Before the rename, a failure removes the temporary
+    /// file and leaves `path` as it was. Throws ``JSONStore/DirectorySyncFailure`` when
+    /// only the last step failed (the rename happened).
+    static func replace(fs: any LogFileSystem, path: String, directory: String, with bytes: [UInt8]) throws {
+        let temporary = path + ".tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        guard let fd = try fs.open(temporary, mode: .createNew) else {
+            throw DataStoreError(.ioFailure, "cannot create \(temporary)")
+        }
+        do {
+            try fs.write(fd, bytes, at: 0)
+            try fs.sync(fd)
+            fs.close(fd)
+        } catch {
+            fs.close(fd)
+            try? fs.remove(temporary)
+            throw DataStoreError(
+                .ioFailure, "writing the new document to \(temporary) failed; \(path) is unchanged", underlying: error)
+        }
+        do {
+            try fs.rename(temporary, to: path)
+        } catch {
+            try? fs.remove(temporary)
+            throw DataStoreError(
+                .ioFailure, "renaming the new document over \(path) failed; it is unchanged", underlying: error)
+        }
+        do {
+            try fs.syncDirectory(directory)
+        } catch {
+            throw DirectorySyncFailure(underlying: error)
+        }
+    }
+
+    struct DirectorySyncFailure: Error {
+        let underlying: any Error
+    }
+
+    func checkWritable(_ w: WriterState) throws {
+        if let reason = w.unusable {
+            throw DataStoreError(.storeUnusable, "the JSON store at \(path) refuses saves: \(reason)")
+        }
+    }
+
+    /// Makes `next` the stored document and then the in-memory table. `current` is the
+    /// table now; if the directory sync fails after the rename, its document is written
+    /// back, so that the file still holds the previous content.
+    private func commit(_ w: inout WriterState, from current: SnapshotTable, to next: SnapshotTable) throws {
+        let bytes = JSONDocument.render(next, capacity: w.lastSize + w.lastSize / 8 + 4096)
+        guard bytes.count <= configuration.maximumFileSize else {
+            throw DataStoreError(
+                .unsupportedFeature,
+                "the save would make \(path) \(bytes.count) bytes, more than the limit of "
+                    + "\(configuration.maximumFileSize) (JSONStoreConfiguration.maximumFileSize); nothing was saved")
+        }
+        do {
+            try Self.replace(fs: fs, path: path, directory: directory, with: bytes)
+        } catch let failure as DirectorySyncFailure {
+            // The rename may not be durable: put the previous document back.
+            do {
+                try Self.replace(fs: fs, path: path, directory: directory, with: JSONDocument.render(current))
+            } catch {
+                w.unusable = "syncing the directory failed and the previous document could not be restored (\(error))"
+            }
+            throw DataStoreError(
+                .ioFailure, "syncing the directory of \(path) failed (\(failure.underlying)); nothing was saved",
+                underlying: failure.underlying as? any Error & Sendable)
+        }
+        w.lastSize = bytes.count
+        table.withLock { $0 = next }
+    }
+
+    /// Validates a change against the current table, writes the resulting document, and
+    /// only then applies it.
+    private func change(_ prepare: (SnapshotTable) throws -> SnapshotTable.PreparedSave) throws
+        -> SnapshotTable.PreparedSave
+    {
+        try writer.withLock { w in
+            try checkWritable(w)
+            let current = table.withLock { $0 }
+            let prepared = try prepare(current)
+            if SnapshotTable.isEmpty(prepared) { return prepared }
+            var next = current
+            next.apply(prepared)
+            try commit(&w, from: current, to: next)
+            return prepared
+        }
+    }
+
+    // MARK: DataStore
+
+    public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
+        let prepared = try change { try $0.prepare(request) }
+        return DataStoreSaveChangesResult(
+            storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
+            snapshotsToReregister: prepared.reregister)
+    }
+
+    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
+        var doomed: [PersistentIdentifier] = []
+        _ = try change { table in
+            let snapshots = try table.fetch(request.query)
+            doomed = snapshots.map(\.persistentIdentifier)
+            return try table.prepare(
+                DataStoreSaveChangesRequest(
+                    editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
+        }
+        return doomed
+    }
+
+    /// Removes every record: the document is replaced by an empty one, atomically.
+    public func erase() throws {
+        try writer.withLock { w in
+            try checkWritable(w)
+            let current = table.withLock { $0 }
+            var empty = SnapshotTable(schema: schema, storeIdentifier: identifier)
+            empty.nextPrimaryKey = current.nextPrimaryKey
+            try commit(&w, from: current, to: empty)
+        }
+    }
+
+    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T> {
+        let snapshots = try table.withLock { try $0.fetch(request.query) }
+        return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
+    }
+
+    public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
+        try table.withLock { try $0.count(request.query) }
+    }
+
+    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
+        -> [PersistentIdentifier]
+    {
+        try table.withLock { try $0.identifiers(request.query) }
+    }
+
+    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
+        table.withLock { $0.plan(request.query).description }
+    }
+
+    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
+        table.withLock { table in
+            var result: [PersistentIdentifier: DefaultSnapshot] = [:]
+            for id in identifiers {
+                if let snapshot = table.snapshot(for: id) { result[id] = snapshot }
+            }
+            return result
+        }
+    }
+
+    /// Every stored record of an entity, in primary-key order.
+    public func allSnapshots(of entityName: String) -> [DefaultSnapshot] {
+        table.withLock { $0.allSnapshots(of: entityName) }
+    }
+
+    /// The number of stored records.
+    public var recordCount: Int { table.withLock { $0.count } }
+
+    /// The document the store holds now, as it is (or would be) written.
+    public func documentBytes() -> [UInt8] {
+        JSONDocument.render(table.withLock { $0 })
+    }
+}
+
+/// Opens a ``JSONStore``: the shape of Apple's sample JSON store configuration, plus a
+/// size limit.
+public struct JSONStoreConfiguration: DataStoreConfiguration {
+    public typealias Store = JSONStore
+
+    /// The default ``maximumFileSize``: 256 MiB.
+    public static let defaultMaximumFileSize = 256 << 20
+
+    public var name: String
+    public var schema: Schema?
+    /// The document. Its directory is created if missing; `<file>.lock` sits beside it.
+    public var fileURL: URL
+    /// The largest document the store reads or writes, in bytes. A larger file is refused
+    /// at open (``DataStoreError/corruptStore``), a save that would exceed it throws
+    /// ``DataStoreError/unsupportedFeature``.
+    public var maximumFileSize: Int
+
+    /// The file operations; tests put a fault-injecting one here.
+    @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
+    /// A fixed store identifier for a new file (the sample files).
+    @_spi(Testing) public var fixedStoreIdentifier: String?
+
+    public init(
+        name: String, schema: Schema? = nil, fileURL: URL, maximumFileSize: Int = defaultMaximumFileSize
+    ) {
+        self.name = name
+        self.schema = schema
+        self.fileURL = fileURL
+        self.maximumFileSize = maximumFileSize
+    }
+
+    public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
+        var configuration = self
+        configuration.schema = self.schema ?? schema
+        return try JSONStore(configuration, migrationPlan: migrationPlan)
+    }
+}

@@ -1,0 +1,21 @@
+// The JSONStore mode of the crash child (Tests/StowageTests/JSONCrashTests.swift):
+//
+//   LogCrashChild json-save <store-file>   saves numbered batches into a JSONStore forever,
+//                                          printing each acknowledged batch number (after "ready")
+import Foundation
+import Stowage
+
+func runJSONSave(_ path: String) throws -> Never {
+    let schema = Schema([CrashBatch.self])
+    let configuration = JSONStoreConfiguration(name: "crash", schema: schema, fileURL: URL(fileURLWithPath: path))
+    let container = try ModelContainer(for: schema, configurations: [configuration])
+    var next = (try ModelContext(container).fetch(FetchDescriptor<CrashBatch>()).map(\.batch).max() ?? 0) + 1
+    say("ready")
+    while true {
+        let context = ModelContext(container)
+        insertBatch(next, into: context)
+        try context.save()
+        say(String(next))
+        next += 1
+    }
+}
