@@ -177,7 +177,9 @@ struct ContextTests {
         let configurations: [any DataStoreConfiguration] = [ModelConfiguration(isStoredInMemoryOnly: true)]
         let container = try ModelContainer(for: schema, configurations: configurations)
         #expect(container.schema.entitiesByName.keys.contains("Trip"))
-        #expect(container.schema.entitiesByName.keys.contains("Badge"), "types reachable through relationships join the schema")
+        #expect(
+            container.schema.entitiesByName.keys.contains("Badge"),
+            "types reachable through relationships join the schema")
         let context = ModelContext(container)
         context.insert(Trip(name: "x"))
         try context.save()

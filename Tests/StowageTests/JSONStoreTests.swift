@@ -178,7 +178,8 @@ struct JSONSaveCost {
             let url = JSONTest.freshURL()
             defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
             let store = try JSONTest.open(url, schema: JSONStoreTesting.schema)
-            try JSONTest.save(store, inserted: (0..<rows).map { JSONStoreTesting.trip("Trip \($0)", budget: Double($0)) })
+            try JSONTest.save(
+                store, inserted: (0..<rows).map { JSONStoreTesting.trip("Trip \($0)", budget: Double($0)) })
             let clock = ContinuousClock()
             let saves = 5
             let elapsed = try clock.measure {
