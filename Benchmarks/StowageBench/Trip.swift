@@ -47,7 +47,7 @@ struct Workload {
     /// The destinations the batch delete removes (10 of 100).
     let doomedDestinations: [String]
 
-    init(count: Int, seed: UInt64) {
+    init(count: Int, seed: UInt64, singleSaves: Int = 1000) {
         var rng = SplitMix(seed: seed)
         destinations = (0..<100).map { "Destination \($0)" }
         let base = Date(timeIntervalSinceReferenceDate: 800_000_000)
@@ -73,7 +73,7 @@ struct Workload {
         lookupIDs = (0..<10_000).map { _ in rows[Int(rng.next() % UInt64(count))].id }
         rangeStarts = (0..<1000).map { _ in base.addingTimeInterval(Double(rng.next() % 31_536_000)) }
         updates = stride(from: 0, to: count, by: 10).map { rows[$0] }
-        singles = (0..<1000).map { i in
+        singles = (0..<singleSaves).map { i in
             var bytes = (rng.next(), rng.next())
             let id = withUnsafeBytes(of: &bytes) { raw in UUID(uuid: raw.load(as: uuid_t.self)) }
             return TripRow(

@@ -12,6 +12,9 @@ struct Options {
     var n = 100_000
     var runs = 5
     var store = "memory"
+    /// Single-row saves to time; the JSON store rewrites its whole file for each, so it
+    /// defaults to fewer at large N.
+    var singleSaves: Int?
 
     init(_ arguments: [String]) throws {
         var i = 0
@@ -26,11 +29,14 @@ struct Options {
             case "--n": n = Int(try value()) ?? n
             case "--runs": runs = Int(try value()) ?? runs
             case "--store": store = try value()
+            case "--single-saves": singleSaves = Int(try value())
             case "--quick":
                 n = 10_000
                 runs = 3
             case "--help", "-h":
-                print("usage: stowage-bench [--n N] [--runs R] [--quick] [--store memory|log|log-relaxed]")
+                print(
+                    "usage: stowage-bench [--n N] [--runs R] [--quick] [--store memory|log|log-relaxed|json] [--single-saves K]"
+                )
                 exit(0)
             default: throw UsageError(message: "unknown option \(flag)")
             }
@@ -82,7 +88,9 @@ do {
     exit(2)
 }
 
-let workload = Workload(count: options.n, seed: 42)
+let workload = Workload(
+    count: options.n, seed: 42,
+    singleSaves: options.singleSaves ?? (options.store == "json" && options.n > 10_000 ? 20 : 1000))
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stowage-bench-\(getpid())")
 try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: directory) }
@@ -104,6 +112,10 @@ var order: [String] = []
     switch options.store {
     case "memory":
         return try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    case "json":
+        let configuration = JSONStoreConfiguration(
+            name: "bench", schema: Schema([Trip.self]), fileURL: storeURL(run: run))
+        return try ModelContainer(for: [Trip.self], configurations: [configuration])
     case "log", "log-relaxed":
         let configuration = LogStoreConfiguration(
             name: "bench", schema: Schema([Trip.self]), url: storeURL(run: run),
@@ -259,7 +271,7 @@ var bytesOnDisk: (stowage: [Double], sqlite: [Double]) = ([], [])
 
 @MainActor func runSQLite(run: Int, recordTimes: Bool) throws {
     let path = directory.appendingPathComponent("peer\(run).sqlite").path
-    let synchronous = options.store == "log" ? "FULL" : "NORMAL"
+    let synchronous = options.store == "log" || options.store == "json" ? "FULL" : "NORMAL"
     var peer = try SQLitePeer(path: path, synchronous: synchronous)
     let insert = try time { try peer.insert(workload.rows) }
     var found = 0
