@@ -57,6 +57,16 @@ public struct SnapshotTable: Sendable {
         return entities[id.entityName]?.rows.value(forKey: key)
     }
 
+    /// The records for a set of identifiers; missing ones are left out.
+    /// - Complexity: O(*k* log *n*) for *k* identifiers.
+    public func snapshots(for identifiers: [PersistentIdentifier]) -> [PersistentIdentifier: DefaultSnapshot] {
+        var result: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for id in identifiers {
+            if let snapshot = snapshot(for: id) { result[id] = snapshot }
+        }
+        return result
+    }
+
     // MARK: Planning and fetching
 
     /// The plan the table would use for `query`.

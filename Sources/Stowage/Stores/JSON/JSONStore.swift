@@ -78,31 +78,8 @@ public final class JSONStore: DataStore, DataStoreBatching {
         path: String, directory: String, schema: Schema, configuration: JSONStoreConfiguration
     ) throws -> (SnapshotTable, Int32, Int) {
         let fs = configuration.fileSystem
-        if !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw DataStoreError(
-                    .ioFailure, "cannot create the directory \(directory) for the JSON store: \(error)")
-            }
-        }
-        guard let lockFD = try fs.open(path + ".lock", mode: .createOrOpen) else {
-            throw DataStoreError(.ioFailure, "cannot open the lock file \(path).lock")
-        }
+        let lockFD = try fs.lockStore(path: path, directory: directory, kind: "JSON store")
         do {
-            var locked = try fs.lock(lockFD)
-            // A moment's grace for a forked child that still holds the descriptor.
-            for _ in 0..<20 where !locked {
-                usleep(5_000)
-                locked = try fs.lock(lockFD)
-            }
-            guard locked else {
-                throw DataStoreError(
-                    .storeLocked,
-                    "the JSON store at \(path) is open elsewhere (another process, or another container in this "
-                        + "one); close it there first")
-            }
             // Temporary files of a save that crashed before its rename; the lock is ours.
             let prefix = URL(fileURLWithPath: path).lastPathComponent + ".tmp-"
             for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
@@ -279,13 +256,7 @@ public final class JSONStore: DataStore, DataStoreBatching {
     }
 
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        table.withLock { table in
-            var result: [PersistentIdentifier: DefaultSnapshot] = [:]
-            for id in identifiers {
-                if let snapshot = table.snapshot(for: id) { result[id] = snapshot }
-            }
-            return result
-        }
+        table.withLock { $0.snapshots(for: identifiers) }
     }
 
     /// Every stored record of an entity, in primary-key order.

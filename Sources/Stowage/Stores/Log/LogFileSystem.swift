@@ -157,3 +157,44 @@ public struct POSIXLogFileSystem: LogFileSystem {
         _ = posixClose(fd)
     }
 }
+
+extension LogFileSystem {
+    /// Creates the store's directory if needed (mode 0700), then opens `<path>.lock` and
+    /// takes its exclusive lock, for every store that keeps one file. Returns the lock's
+    /// descriptor; the caller closes it when the store closes or its open fails.
+    ///
+    /// A process forked by this one (to exec something else) holds a copy of the
+    /// descriptor, and so the lock, until it execs, so the lock is retried for ~100 ms.
+    /// - Throws: ``DataStoreError`` `.storeLocked` when another opener holds it (another
+    ///   process, or another container in this one); `.ioFailure` otherwise.
+    func lockStore(path: String, directory: String, kind: String) throws -> Int32 {
+        if !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw DataStoreError(.ioFailure, "cannot create the directory \(directory) for the \(kind): \(error)")
+            }
+        }
+        guard let lockFD = try open(path + ".lock", mode: .createOrOpen) else {
+            throw DataStoreError(.ioFailure, "cannot open the lock file \(path).lock")
+        }
+        do {
+            var locked = try lock(lockFD)
+            for _ in 0..<20 where !locked {
+                usleep(5_000)
+                locked = try lock(lockFD)
+            }
+            guard locked else {
+                throw DataStoreError(
+                    .storeLocked,
+                    "the \(kind) at \(path) is open elsewhere (another process, or another container in this "
+                        + "one); close it there first")
+            }
+            return lockFD
+        } catch {
+            close(lockFD)
+            throw error
+        }
+    }
+}

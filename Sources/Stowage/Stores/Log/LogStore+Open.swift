@@ -24,31 +24,8 @@ extension LogStore {
         path: String, directory: String, schema: Schema, configuration: LogStoreConfiguration
     ) throws -> Opened {
         let fs = configuration.fileSystem
-        if !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw DataStoreError(.ioFailure, "cannot create the directory \(directory) for the log store: \(error)")
-            }
-        }
-        guard let lockFD = try fs.open(path + ".lock", mode: .createOrOpen) else {
-            throw DataStoreError(.ioFailure, "cannot open the lock file \(path).lock")
-        }
+        let lockFD = try fs.lockStore(path: path, directory: directory, kind: "log store")
         do {
-            // A moment's grace: a process forked by this one (to exec something else)
-            // holds a copy of the descriptor, and so the lock, until it execs.
-            var locked = try fs.lock(lockFD)
-            for _ in 0..<20 where !locked {
-                usleep(5_000)
-                locked = try fs.lock(lockFD)
-            }
-            guard locked else {
-                throw DataStoreError(
-                    .storeLocked,
-                    "the log store at \(path) is open elsewhere (another process, or another container in this "
-                        + "one); close it there first")
-            }
             // A compaction that did not reach its rename leaves this behind; the lock is ours.
             try fs.remove(path + ".compact")
             if let fd = try fs.open(path, mode: .existing) {

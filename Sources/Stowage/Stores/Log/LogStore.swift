@@ -158,13 +158,7 @@ public final class LogStore: DataStore, DataStoreBatching {
     }
 
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        table.withLock { table in
-            var result: [PersistentIdentifier: DefaultSnapshot] = [:]
-            for id in identifiers {
-                if let snapshot = table.snapshot(for: id) { result[id] = snapshot }
-            }
-            return result
-        }
+        table.withLock { $0.snapshots(for: identifiers) }
     }
 
     /// Every stored record of an entity, in primary-key order.

@@ -42,13 +42,7 @@ public final class MemoryStore: DataStore, DataStoreBatching {
     }
 
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        state.withLock { table in
-            var result: [PersistentIdentifier: DefaultSnapshot] = [:]
-            for id in identifiers {
-                if let snapshot = table.snapshot(for: id) { result[id] = snapshot }
-            }
-            return result
-        }
+        state.withLock { $0.snapshots(for: identifiers) }
     }
 
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
