@@ -106,4 +106,21 @@ struct PlannerTests {
         #expect(try context.fetchCount(descriptor) == expected)
         #expect(try context.fetchIdentifiers(descriptor).count == expected)
     }
+
+    @Test func anEqualityOnAUniqueAttributeFindsOneRecordOrNone() throws {
+        for i in 0..<30 { context.insert(Person(email: "p\(i)@x", name: "P\(i)", age: i)) }
+        try context.save()
+        let wanted = "p17@x"
+        let found = try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.email == wanted }))
+        #expect(found.map(\.age) == [17])
+        #expect(
+            try context.fetchIdentifiers(FetchDescriptor<Person>(predicate: #Predicate { $0.email == wanted }))
+                == found.map(\.persistentModelID))
+        let missing = "nobody@x"
+        #expect(try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.email == missing })).isEmpty)
+        var skipped = FetchDescriptor<Person>(predicate: #Predicate { $0.email == wanted })
+        skipped.fetchOffset = 1
+        #expect(try context.fetch(skipped).isEmpty)
+        #expect(try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.email == wanted })) == 1)
+    }
 }

@@ -72,11 +72,9 @@ public struct SnapshotTable: Sendable {
     /// The plan the table would use for `query`.
     public func plan(_ query: FetchQuery) -> QueryPlan {
         if let ids = query.identifiers {
-            let planner = QueryPlanner(query: query, indexes: [])
-            let base = planner.plan()
             return QueryPlan(
                 entityName: query.entity.name, access: .identifiers(ids.sorted()), residual: query.predicate,
-                sort: query.sort, orderedByIndex: false, offset: base.offset, limit: base.limit)
+                sort: query.sort, orderedByIndex: false, offset: query.offset, limit: query.limit)
         }
         return QueryPlanner(query: query, indexes: entities[query.entity.name]?.indexes ?? []).plan()
     }

@@ -29,15 +29,6 @@ struct QueryPlanner {
     }
 
     func plan() -> QueryPlan {
-        // The commonest fetch, a single equality that a one-column unique index answers,
-        // is planned without weighing every index.
-        if let predicate = query.predicate, case .equal(let column, let value)? = term(predicate),
-            let position = indexes.firstIndex(where: { $0.isUnique && $0.columns == [column] }),
-            let coerced = indexes[position].coerce(value, column: 0)
-        {
-            let access = scan(index: position, equal: [coerced], range: nil, reverse: false)
-            return finish(access, consumed: [0], conjuncts: [predicate], ordered: false)
-        }
         let conjuncts = query.predicate.map(Self.conjuncts) ?? []
         let terms = conjuncts.map(term)
 
