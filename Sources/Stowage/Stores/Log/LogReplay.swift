@@ -9,9 +9,12 @@ import BTree
 struct LogReplay {
     private var live: [String: [Int64: DefaultSnapshot]] = [:]
     private(set) var nextPrimaryKey: Int64 = 1
+    /// Every write and delete replayed: the record versions in the file.
+    private(set) var versions: Int64 = 0
 
     /// Applies one commit: its deletes, then its writes in order, then its next key.
     mutating func add(_ commit: LogCommit) {
+        versions += Int64(commit.deletes.count + commit.writes.count)
         for (entity, key) in commit.deletes {
             live[entity]?.removeValue(forKey: key)
         }

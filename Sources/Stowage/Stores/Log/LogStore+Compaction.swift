@@ -12,7 +12,68 @@ extension LogStore {
             try settlePending(&w)
             let current = table.withLock { $0 }
             try rewrite(&w, from: current)
+            w.compactions += 1
         }
+    }
+
+    /// The bytes of record versions that later saves replaced or deleted: an estimate,
+    /// as ``LogStoreConfiguration/AutomaticCompaction`` describes.
+    public var deadBytes: Int64 {
+        writer.withLock { w in Self.deadBytes(w, live: table.withLock { Int64($0.count) }) }
+    }
+
+    /// Compactions since the store was opened, by hand or automatic.
+    public var compactionCount: Int { writer.withLock { $0.compactions } }
+
+    /// Why the last automatic compaction failed, or `nil`. A failure before the switch to
+    /// the new file leaves the store as it was; one after it makes the store refuse saves.
+    public var lastAutomaticCompactionFailure: String? { writer.withLock { $0.lastAutomaticCompactionFailure } }
+
+    static func deadBytes(_ w: WriterState, live: Int64) -> Int64 {
+        let commitBytes = max(0, w.end - w.dataStart)
+        guard w.versions > 0, live < w.versions else { return 0 }
+        let dead = Double(w.versions - live) / Double(w.versions)
+        return Int64((Double(commitBytes) * dead).rounded())
+    }
+
+    /// After a save: schedules a background compaction when the dead bytes pass the
+    /// configured threshold and none is scheduled yet.
+    func scheduleCompactionIfDue() {
+        guard let policy = configuration.automaticCompaction else { return }
+        let due = writer.withLock { w -> Bool in
+            guard !w.compactionScheduled, w.unusable == nil else { return false }
+            let dead = Self.deadBytes(w, live: table.withLock { Int64($0.count) })
+            let commitBytes = max(1, w.end - w.dataStart)
+            guard dead >= policy.minimumDeadBytes, Double(dead) >= policy.deadFraction * Double(commitBytes)
+            else { return false }
+            w.compactionScheduled = true
+            return true
+        }
+        guard due else { return }
+        DispatchQueue.global(qos: .utility).async { [weak self] in
+            self?.compactAutomatically()
+        }
+    }
+
+    private func compactAutomatically() {
+        writer.withLockWhenNotSyncing { w in
+            defer { w.compactionScheduled = false }
+            do {
+                try checkWritable(w)
+                try settlePending(&w)
+                let current = table.withLock { $0 }
+                try rewrite(&w, from: current)
+                w.compactions += 1
+                w.lastAutomaticCompactionFailure = nil
+            } catch {
+                w.lastAutomaticCompactionFailure = "\(error)"
+            }
+        }
+    }
+
+    /// Waits until no automatic compaction is scheduled or running: for tests and tools.
+    @_spi(Testing) public func waitForAutomaticCompaction() {
+        _ = writer.wait { w in w.compactionScheduled ? nil : .done }
     }
 
     /// The payload size at which compaction starts a new commit record.
@@ -29,11 +90,13 @@ extension LogStore {
             throw DataStoreError(.ioFailure, "cannot create \(temporary)")
         }
         var end: Int64 = 0
+        var dataStart: Int64 = 0
         do {
             let start = Self.headerBytes(
                 header, storeIdentifier: identifier, createdAt: createdAt, schema: storedSchema)
             try fs.write(fd, start, at: 0)
             end = Int64(start.count)
+            dataStart = end
             let lastTransaction = w.nextTransactionID - 1
             var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
             var pending = 0
@@ -74,6 +137,8 @@ extension LogStore {
         w.salt = header.salt
         w.generation = generation
         w.end = end
+        w.dataStart = dataStart
+        w.versions = Int64(source.count)
         do {
             try fs.syncDirectory(directory)
         } catch {

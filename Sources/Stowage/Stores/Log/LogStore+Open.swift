@@ -76,10 +76,12 @@ extension LogStore {
             throw error
         }
         let map = LogEntityMap(storeIdentifier: identifier, description: description)
+        var writer = WriterState(
+            fd: fd, lockFD: lockFD, salt: header.salt, generation: 0, end: Int64(bytes.count), nextTransactionID: 1)
+        writer.dataStart = Int64(bytes.count)
         return Opened(
             table: SnapshotTable(schema: schema, storeIdentifier: identifier),
-            writer: WriterState(
-                fd: fd, lockFD: lockFD, salt: header.salt, generation: 0, end: Int64(bytes.count), nextTransactionID: 1),
+            writer: writer,
             map: map, description: description, createdAt: createdAt, report: nil)
     }
 
@@ -135,6 +137,7 @@ extension LogStore {
 
         // Replay the commits, and stop at the first record that fails a check.
         let map = LogEntityMap(storeIdentifier: identifier, description: stored)
+        let commitsStart = offset
         var replay = LogReplay()
         var lastTransaction: UInt64 = 0
         var commits = 0
@@ -176,11 +179,14 @@ extension LogStore {
             report = RecoveryReport(
                 validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
         }
+        var writer = WriterState(
+            fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
+            nextTransactionID: lastTransaction + 1)
+        writer.dataStart = commitsStart
+        writer.versions = replay.versions
         return Opened(
             table: replay.table(schema: schema, storeIdentifier: identifier),
-            writer: WriterState(
-                fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
-                nextTransactionID: lastTransaction + 1),
+            writer: writer,
             map: map, description: stored, createdAt: createdAt, report: report)
     }
 

@@ -51,6 +51,19 @@ public final class LogStore: DataStore, DataStoreBatching {
         var unusable: String?
         var closed = false
 
+        // Dead-byte accounting, for automatic compaction.
+        /// Where the commits start: the end of the header record.
+        var dataStart: Int64 = 0
+        /// Record versions written since the file was last written from scratch: every
+        /// write and every delete of every commit in the file.
+        var versions: Int64 = 0
+        /// An automatic compaction is scheduled or running.
+        var compactionScheduled = false
+        /// Compactions done since the store was opened, by hand or automatically.
+        var compactions = 0
+        /// Why the last automatic compaction failed, if it did.
+        var lastAutomaticCompactionFailure: String?
+
         // Group commit (durability `.full`).
         /// The sequence number of the last save appended.
         var appended: UInt64 = 0
@@ -176,6 +189,7 @@ public final class LogStore: DataStore, DataStoreBatching {
             try commit(&w, author: request.editingState.author) { try $0.prepare(request) }
         }
         if let ticket { try waitUntilDurable(ticket) }
+        scheduleCompactionIfDue()
         return DataStoreSaveChangesResult(
             storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
             snapshotsToReregister: prepared.reregister)
@@ -193,6 +207,7 @@ public final class LogStore: DataStore, DataStoreBatching {
             }
         }
         if let ticket { try waitUntilDurable(ticket) }
+        scheduleCompactionIfDue()
         return doomed
     }
 
@@ -212,6 +227,7 @@ public final class LogStore: DataStore, DataStoreBatching {
         let start = w.end
         try append(&w, type: .commit, payload: payload)
         w.nextTransactionID += 1
+        w.versions += Int64(commit.deletes.count + commit.writes.count)
         guard configuration.durability == .full else {
             table.withLock { $0.apply(prepared) }
             return (prepared, nil)
@@ -376,6 +392,30 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     public var url: URL
     public var durability: Durability
     public var recovery: Recovery
+    /// When the store compacts itself; `nil` turns automatic compaction off.
+    /// ``compact()`` works either way.
+    public var automaticCompaction: AutomaticCompaction? = AutomaticCompaction()
+
+    /// The dead-byte threshold past which a save schedules a compaction in the background.
+    ///
+    /// Dead bytes are the bytes of record versions that later saves replaced or deleted.
+    /// The store estimates them as the commit bytes times the share of dead versions
+    /// (record versions in the file that are no longer live), which is exact when records
+    /// are of one size. A save that leaves the estimate at or above both
+    /// ``minimumDeadBytes`` and ``deadFraction`` of the file schedules one compaction on a
+    /// background thread; the save itself returns without waiting for it. Saves made while
+    /// it runs wait for its switch to the new file.
+    public struct AutomaticCompaction: Sendable, Hashable {
+        /// Dead bytes below which the store never compacts by itself.
+        public var minimumDeadBytes: Int64
+        /// The share of the file's commit bytes that must be dead, from 0 to 1.
+        public var deadFraction: Double
+
+        public init(minimumDeadBytes: Int64 = 8 << 20, deadFraction: Double = 0.5) {
+            self.minimumDeadBytes = max(0, minimumDeadBytes)
+            self.deadFraction = min(1, max(0, deadFraction))
+        }
+    }
 
     /// The file operations; tests put a fault-injecting one here.
     @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()

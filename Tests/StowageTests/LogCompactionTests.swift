@@ -1,0 +1,116 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+@Suite("LogStore automatic compaction")
+struct LogCompactionTests {
+    static func open(
+        _ url: URL, policy: LogStoreConfiguration.AutomaticCompaction?, fileSystem: (any LogFileSystem)? = nil
+    ) throws -> LogStore {
+        var configuration = LogTest.configuration(url, fileSystem: fileSystem)
+        configuration.automaticCompaction = policy
+        return try LogStore(configuration, migrationPlan: nil)
+    }
+
+    /// Inserts `count` trips, then rewrites each one's budget `rounds` times: the file then
+    /// holds `count * (rounds + 1)` versions of which `count` are live.
+    static func churn(_ store: LogStore, count: Int, rounds: Int) throws -> [PersistentIdentifier] {
+        var ids: [PersistentIdentifier] = []
+        for i in 0..<count {
+            ids.append(try LogTest.insertTrip(store, "Trip \(i)", destination: String(repeating: "d", count: 60)))
+        }
+        for round in 1...rounds {
+            for id in ids { try LogTest.updateBudget(store, id, Double(round)) }
+        }
+        return ids
+    }
+
+    @Test func deadBytesFollowTheShareOfDeadVersions() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let store = try Self.open(directory.storeURL, policy: nil)
+        _ = try LogTest.insertTrip(store, "Only")
+        #expect(store.deadBytes == 0)
+        _ = try Self.churn(store, count: 10, rounds: 3)
+        // 11 live records of 41 versions: 30/41 of the commit bytes (the file less its
+        // header and header record, a few hundred bytes) count as dead.
+        let share = Double(store.fileLength) * 30 / 41
+        #expect(Double(store.deadBytes) > share * 0.8)
+        #expect(Double(store.deadBytes) < share)
+        try store.compact()
+        #expect(store.deadBytes == 0)
+        #expect(store.compactionCount == 1)
+    }
+
+    @Test func aSavePastTheThresholdCompactsInTheBackground() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let policy = LogStoreConfiguration.AutomaticCompaction(minimumDeadBytes: 2048, deadFraction: 0.6)
+        let store = try Self.open(directory.storeURL, policy: policy)
+        _ = try Self.churn(store, count: 20, rounds: 6)
+        store.waitForAutomaticCompaction()
+        #expect(store.compactionCount >= 1)
+        #expect(store.lastAutomaticCompactionFailure == nil)
+        // Whatever compactions ran, the dead share is back under the threshold.
+        #expect(Double(store.deadBytes) < 0.6 * Double(store.fileLength) || store.deadBytes < 2048)
+        let before = LogTest.state(store)
+        store.close()
+        let reopened = try Self.open(directory.storeURL, policy: nil)
+        #expect(LogTest.state(reopened) == before)
+        #expect(reopened.lastRecovery == nil)
+        let budgets = Set(
+            reopened.allSnapshots(of: "Trip").map {
+                $0.value(forKey: "budget", in: reopened.schema.entitiesByName["Trip"]!)
+            })
+        #expect(budgets == [.double(6)])
+    }
+
+    @Test func belowTheThresholdOrSwitchedOffNothingIsCompacted() throws {
+        for policy: LogStoreConfiguration.AutomaticCompaction? in [
+            nil, .init(minimumDeadBytes: 2048, deadFraction: 0.95), .init(minimumDeadBytes: 1 << 30, deadFraction: 0),
+        ] {
+            let directory = LogTestDirectory.fresh()
+            defer { directory.remove() }
+            let store = try Self.open(directory.storeURL, policy: policy)
+            _ = try Self.churn(store, count: 20, rounds: 6)
+            store.waitForAutomaticCompaction()
+            #expect(store.compactionCount == 0)
+            #expect(store.deadBytes > 2048)
+        }
+    }
+
+    @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync, .rename])
+    func aFailedAutomaticCompactionLeavesTheStoreAsItWas(_ operation: FaultInjectingFileSystem.Operation) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let fileSystem = FaultInjectingFileSystem()
+        let store = try Self.open(
+            directory.storeURL, policy: .init(minimumDeadBytes: 1 << 30, deadFraction: 0.5), fileSystem: fileSystem)
+        _ = try Self.churn(store, count: 10, rounds: 4)
+        let length = store.fileLength
+        store.close()
+        // Reopened with a policy that is due at once, the first save schedules a compaction.
+        // That save makes write 1 and sync 1; the compaction's first write is write 2, its
+        // sync is sync 2 and its rename is rename 1.
+        let failing = try Self.open(
+            directory.storeURL, policy: .init(minimumDeadBytes: 1, deadFraction: 0.1), fileSystem: fileSystem)
+        fileSystem.arm(operation, failOn: operation == .rename ? 1 : 2)
+        _ = try LogTest.insertTrip(failing, "Trigger")
+        failing.waitForAutomaticCompaction()
+        fileSystem.disarm()
+        #expect(failing.lastAutomaticCompactionFailure != nil)
+        #expect(failing.compactionCount == 0)
+        #expect(failing.fileLength > length)
+        #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
+        // The store goes on saving, and reopens with everything.
+        _ = try LogTest.insertTrip(failing, "After")
+        let state = LogTest.state(failing)
+        failing.close()
+        let reopened = try Self.open(directory.storeURL, policy: nil)
+        #expect(LogTest.state(reopened) == state)
+        #expect(LogTest.tripNames(reopened).contains("Trigger"))
+        #expect(reopened.lastRecovery == nil)
+    }
+}
