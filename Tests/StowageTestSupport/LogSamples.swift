@@ -38,9 +38,24 @@ public enum LogSamples {
     /// The first commit's timestamp; each later one is a second on.
     public static let firstTimestamp: Int64 = 1_767_225_600_000
 
+    /// The schema of the version 2 sample, whose photos keep their bytes in external files.
+    public static let photoSchema = Schema([Photo.self])
+
+    /// Deterministic bytes for the version 2 sample's photos.
+    public static func photoBytes(_ seed: UInt8, count: Int) -> Data {
+        var state = seed
+        return Data(
+            (0..<count).map { _ in
+                state = state &* 73 &+ 29
+                return state
+            })
+    }
+
     /// A configuration that writes the same bytes every time.
-    public static func configuration(url: URL) -> LogStoreConfiguration {
+    public static func configuration(url: URL, schema: Schema = schema, version: UInt16 = 1) -> LogStoreConfiguration {
         var configuration = LogStoreConfiguration(schema: schema, url: url)
+        configuration.automaticCompaction = nil
+        configuration.newFileFormatVersion = version
         configuration.fixedSalt = salt
         configuration.fixedStoreIdentifier = storeIdentifier
         let tick = Mutex<Int64>(firstTimestamp - 1000)
@@ -60,6 +75,34 @@ public enum LogSamples {
             values: entity.properties.map {
                 values[$0.name] ?? ($0.isRelationship && !$0.isOptional ? .array([]) : .null)
             })
+    }
+
+    /// Writes `photos-v2.stowlog` and its `photos-v2.stowlog.blobs/` directory: three
+    /// commits of a version 2 log whose photos keep their bytes in external files.
+    public static func writeVersion2(to directory: URL) throws {
+        let url = directory.appendingPathComponent("photos-v2.stowlog")
+        try? FileManager.default.removeItem(at: url)
+        try? FileManager.default.removeItem(atPath: url.path + ".blobs")
+        do {
+            let container = try ModelContainer(
+                for: photoSchema, configurations: [configuration(url: url, schema: photoSchema, version: 2)])
+            let context = ModelContext(container)
+            // 1: two photos, one with a thumbnail.
+            let harbour = Photo(
+                title: "Harbour", bytes: photoBytes(1, count: 2048), thumbnail: photoBytes(2, count: 96))
+            harbour.caption = "Bergen at dawn"
+            context.insert(harbour)
+            context.insert(Photo(title: "Glacier", bytes: photoBytes(3, count: 1024)))
+            try context.save()
+            // 2: a new caption only: the files are referred to again, not rewritten.
+            harbour.caption = "Bergen, 6 a.m."
+            try context.save()
+            // 3: the glacier's bytes replaced (the first file stays until a compaction).
+            let glacier = try context.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.title == "Glacier" }))
+            glacier.first?.bytes = photoBytes(4, count: 512)
+            try context.save()
+        }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("photos-v2.stowlog.lock"))
     }
 
     /// Writes `trips-v1.stowlog` (four commits) and `trips-v1-torn.stowlog` (the last

@@ -32,6 +32,55 @@ struct LogGoldenTests {
             let committed = try Data(contentsOf: Self.samples.appendingPathComponent(name))
             #expect(fresh == committed, "\(name) differs from what the writer produces")
         }
+        #expect(try Data(contentsOf: directory.url.appendingPathComponent("trips-v1.stowlog"))[8] == 1)
+    }
+
+    static func blobNames(_ directory: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path + "/photos-v2.stowlog.blobs").sorted()
+    }
+
+    @Test func theWriterReproducesTheVersion2Sample() throws {
+        if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
+            try LogSamples.writeVersion2(to: Self.samples)
+        }
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try LogSamples.writeVersion2(to: directory.url)
+        let fresh = try Data(contentsOf: directory.url.appendingPathComponent("photos-v2.stowlog"))
+        #expect(fresh == (try Data(contentsOf: Self.samples.appendingPathComponent("photos-v2.stowlog"))))
+        #expect(fresh[8] == 2)
+        let names = try Self.blobNames(directory.url)
+        #expect(names == (try Self.blobNames(Self.samples)))
+        // Harbour's bytes and thumbnail, and both versions of the glacier's bytes.
+        #expect(names.count == 4)
+        for name in names {
+            let path = "photos-v2.stowlog.blobs/" + name
+            #expect(
+                try Data(contentsOf: directory.url.appendingPathComponent(path))
+                    == (try Data(contentsOf: Self.samples.appendingPathComponent(path))), "\(path) differs")
+        }
+    }
+
+    @Test func theVersion2SampleOpensWithItsExternalValues() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        for name in ["photos-v2.stowlog", "photos-v2.stowlog.blobs"] {
+            try FileManager.default.copyItem(
+                at: Self.samples.appendingPathComponent(name), to: directory.url.appendingPathComponent(name))
+        }
+        let url = directory.url.appendingPathComponent("photos-v2.stowlog")
+        var configuration = LogStoreConfiguration(url: url, recovery: .strict)
+        configuration.automaticCompaction = nil
+        let container = try ModelContainer(for: LogSamples.photoSchema, configurations: [configuration])
+        let photos = try ModelContext(container).fetch(FetchDescriptor<Photo>(sortBy: [SortDescriptor(\.title)]))
+        #expect(photos.map(\.title) == ["Glacier", "Harbour"])
+        #expect(photos.map(\.caption) == ["", "Bergen, 6 a.m."])
+        #expect(photos[0].bytes == LogSamples.photoBytes(4, count: 512))
+        #expect(photos[0].thumbnail == nil)
+        #expect(photos[1].bytes == LogSamples.photoBytes(1, count: 2048))
+        #expect(photos[1].thumbnail == LogSamples.photoBytes(2, count: 96))
+        // Opening deleted the replaced glacier file, which no live record refers to.
+        #expect(try Self.blobNames(directory.url).count == 3)
     }
 
     @Test func theSampleHoldsFourCommitsRawAndCompressed() throws {

@@ -71,6 +71,17 @@ struct LogByteReader {
         return bytes[position]
     }
 
+    /// The next byte without consuming it, or `nil` at the end.
+    func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
+
+    mutating func u32() throws -> UInt32 {
+        guard remaining >= 4 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
+        var v: UInt32 = 0
+        for i in 0..<4 { v |= UInt32(bytes[position + i]) << UInt32(8 * i) }
+        position += 4
+        return v
+    }
+
     mutating func u64() throws -> UInt64 {
         guard remaining >= 8 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
         var v: UInt64 = 0

@@ -11,7 +11,11 @@ struct LogSchemaDescription: Equatable, Sendable {
         var summary: String {
             "\(name): \(typeName)\(flags & 1 != 0 ? "?" : "")"
                 + (destination.map { " -> \($0)\(flags & 4 != 0 ? "" : "[]")" } ?? "")
+                + (isExternal ? " (external storage)" : "")
         }
+
+        /// Flag bit 3 (format version 2): an `.externalStorage` attribute.
+        var isExternal: Bool { flags & 8 != 0 }
     }
 
     struct Entity: Equatable, Sendable {
@@ -39,6 +43,8 @@ struct LogSchemaDescription: Equatable, Sendable {
                     if let relationship = p.relationship {
                         flags |= 2
                         if relationship.isToOne { flags |= 4 }
+                    } else if p.attribute?.options.contains(.externalStorage) == true {
+                        flags |= 8
                     }
                     return Property(
                         name: p.name, typeName: p.typeName, flags: flags, destination: p.relationship?.destination)
@@ -69,7 +75,35 @@ struct LogSchemaDescription: Equatable, Sendable {
         }
     }
 
-    static func decode(from r: inout LogByteReader) throws -> LogSchemaDescription {
+    /// Whether any attribute is kept in external files.
+    var hasExternalValues: Bool { entities.contains { $0.properties.contains(where: \.isExternal) } }
+
+    /// The description without flag bit 3, as a version 1 file stores it.
+    var withoutExternalFlags: LogSchemaDescription {
+        var copy = self
+        for e in copy.entities.indices {
+            for p in copy.entities[e].properties.indices { copy.entities[e].properties[p].flags &= ~8 }
+        }
+        return copy
+    }
+
+    /// This description with the external flags of `live` (same entities and properties).
+    func withExternalFlags(of live: LogSchemaDescription) -> LogSchemaDescription {
+        var copy = self
+        let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for e in copy.entities.indices {
+            guard let other = wanted[copy.entities[e].name] else { continue }
+            for p in copy.entities[e].properties.indices where p < other.properties.count {
+                copy.entities[e].properties[p].flags |= other.properties[p].flags & 8
+            }
+        }
+        return copy
+    }
+
+    static func decode(from r: inout LogByteReader, formatVersion: UInt16 = LogFormat.version) throws
+        -> LogSchemaDescription
+    {
+        let allowedFlags: UInt8 = formatVersion >= 2 ? 15 : 7
         let version = [try r.varint(), try r.varint(), try r.varint()]
         let entityCount = try r.count()
         var entities: [Entity] = []
@@ -81,7 +115,9 @@ struct LogSchemaDescription: Equatable, Sendable {
                 let name = try r.string()
                 let typeName = try r.string()
                 let flags = try r.u8()
-                guard flags & ~7 == 0 else { throw LogDecodeError("unknown property flags \(flags)") }
+                guard flags & ~allowedFlags == 0, flags & 10 != 10 else {
+                    throw LogDecodeError("unknown property flags \(flags)")
+                }
                 let destination = flags & 2 != 0 ? try r.string() : nil
                 properties.append(Property(name: name, typeName: typeName, flags: flags, destination: destination))
             }
@@ -146,9 +182,17 @@ struct LogEntityMap: Sendable {
     let names: [String]
     let propertyCounts: [Int]
     let indexByName: [String: Int]
+    /// For each entity index, the positions of its external-storage properties (version 2).
+    let external: [[Int]]
+    /// The file's format version: external references (tag 0x11) only in version 2.
+    let formatVersion: UInt16
 
-    init(storeIdentifier: String, description: LogSchemaDescription) {
+    init(storeIdentifier: String, description: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version) {
         self.storeIdentifier = storeIdentifier
+        self.formatVersion = formatVersion
+        external = description.entities.map { entity in
+            formatVersion >= 2 ? entity.properties.indices.filter { entity.properties[$0].isExternal } : []
+        }
         names = description.entities.map(\.name)
         propertyCounts = description.entities.map(\.properties.count)
         var byName: [String: Int] = [:]
@@ -165,6 +209,25 @@ struct LogCommit {
     var nextPrimaryKey: Int64
     var deletes: [(entity: String, key: Int64)]
     var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)]
+    /// External references read by ``LogCodec/decodeCommit(_:map:)``, by write position:
+    /// the property's value slot holds `.null` until the store reads the file.
+    var externalReferences: [Int: [LogExternalReference]] = [:]
+}
+
+/// Where an external value's bytes are (`Formats/log.md`, "External values").
+struct LogExternalReference: Hashable, Sendable {
+    /// The property's position in the entity's values.
+    var property: Int
+    /// The commit that wrote the file.
+    var transactionID: UInt64
+    var byteCount: UInt64
+    /// CRC32C of the bytes, unmasked.
+    var checksum: UInt32
+
+    /// The file's name inside `<log>.blobs/`: identifiers only.
+    func fileName(entityIndex: Int, primaryKey: Int64) -> String {
+        "\(entityIndex)-\(primaryKey)-\(property)-\(transactionID)"
+    }
 }
 
 /// Encodes and decodes snapshots, commits and the header record without Codable.
@@ -181,20 +244,24 @@ enum LogCodec {
         return w.bytes
     }
 
-    static func decodeHeader(_ payload: [UInt8]) throws -> (
+    static func decodeHeader(_ payload: [UInt8], formatVersion: UInt16 = LogFormat.version) throws -> (
         storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription
     ) {
         var r = LogByteReader(payload)
         let identifier = try r.string()
         let createdAt = try r.zigzag()
-        let schema = try LogSchemaDescription.decode(from: &r)
+        let schema = try LogSchemaDescription.decode(from: &r, formatVersion: formatVersion)
         guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the header record's schema") }
         return (identifier, createdAt, schema)
     }
 
     // MARK: Commits
 
-    static func encodeCommit(_ commit: LogCommit, map: LogEntityMap) throws -> [UInt8] {
+    /// - Parameter external: the reference to write for a write's property (by write
+    ///   position and property position), instead of its value; `nil` writes the value.
+    static func encodeCommit(
+        _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil
+    ) throws -> [UInt8] {
         var w = LogByteWriter(capacity: 64 + commit.writes.count * 64)
         w.varint(commit.transactionID)
         w.zigzag(commit.timestamp)
@@ -211,9 +278,11 @@ enum LogCodec {
             w.zigzag(key)
         }
         w.varint(commit.writes.count)
-        for write in commit.writes {
+        for (position, write) in commit.writes.enumerated() {
             w.u8(write.isInsert ? 0 : 1)
-            try encodeSnapshot(write.snapshot, key: write.key, entity: write.entity, into: &w, map: map)
+            try encodeSnapshot(
+                write.snapshot, key: write.key, entity: write.entity, into: &w, map: map,
+                external: external.map { lookup in { lookup(position, $0) } })
         }
         return w.bytes
     }
@@ -237,16 +306,19 @@ enum LogCodec {
             deletes.append((entity, try r.zigzag()))
         }
         var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+        var references: [Int: [LogExternalReference]] = [:]
         let writeCount = try r.count(minimumSize: 4)
         writes.reserveCapacity(writeCount)
-        for _ in 0..<writeCount {
+        for position in 0..<writeCount {
             let isInsert: Bool
             switch try r.u8() {
             case 0: isInsert = true
             case 1: isInsert = false
             case let kind: throw LogDecodeError("bad write kind \(kind)")
             }
-            let snapshot = try decodeSnapshot(&r, map: map)
+            var found: [LogExternalReference] = []
+            let snapshot = try decodeSnapshot(&r, map: map, externalReferences: &found)
+            if !found.isEmpty { references[position] = found }
             guard let key = snapshot.persistentIdentifier.primaryKey else {
                 throw LogDecodeError("snapshot without a key")
             }
@@ -255,7 +327,7 @@ enum LogCodec {
         guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the commit's last write") }
         return LogCommit(
             transactionID: transactionID, timestamp: timestamp, author: author, nextPrimaryKey: nextPrimaryKey,
-            deletes: deletes, writes: writes)
+            deletes: deletes, writes: writes, externalReferences: references)
     }
 
     // MARK: Snapshots
@@ -273,7 +345,8 @@ enum LogCodec {
     }
 
     static func encodeSnapshot(
-        _ snapshot: DefaultSnapshot, key: Int64, entity: String, into w: inout LogByteWriter, map: LogEntityMap
+        _ snapshot: DefaultSnapshot, key: Int64, entity: String, into w: inout LogByteWriter, map: LogEntityMap,
+        external: ((Int) -> LogExternalReference?)? = nil
     ) throws {
         let index = try entityIndex(entity, map)
         guard snapshot.values.count == map.propertyCounts[index] else {
@@ -284,10 +357,23 @@ enum LogCodec {
         w.varint(index)
         w.zigzag(key)
         w.varint(snapshot.values.count)
-        for value in snapshot.values { try encodeValue(value, into: &w, map: map) }
+        for (position, value) in snapshot.values.enumerated() {
+            if let reference = external?(position) {
+                w.u8(0x11)
+                w.varint(reference.transactionID)
+                w.varint(reference.byteCount)
+                w.u32(reference.checksum)
+            } else {
+                try encodeValue(value, into: &w, map: map)
+            }
+        }
     }
 
-    static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
+    /// Decodes a snapshot; an external reference (tag 0x11, version 2, an external-storage
+    /// property) leaves `.null` in its slot and is appended to `externalReferences`.
+    static func decodeSnapshot(
+        _ r: inout LogByteReader, map: LogEntityMap, externalReferences: inout [LogExternalReference]
+    ) throws -> DefaultSnapshot {
         let rawIndex = try r.varint()
         let entity = try entityName(rawIndex, map)
         let key = try r.zigzag()
@@ -296,12 +382,34 @@ enum LogCodec {
             throw LogDecodeError(
                 "\(entity) snapshot has \(count) values, the schema \(map.propertyCounts[Int(rawIndex)])")
         }
+        let external = map.external[Int(rawIndex)]
         var values: [SnapshotValue] = []
         values.reserveCapacity(count)
-        for _ in 0..<count { values.append(try decodeValue(&r, map: map, depth: 0)) }
+        for position in 0..<count {
+            if !external.isEmpty, r.peek() == 0x11, external.contains(position) {
+                _ = try r.u8()
+                let transactionID = try r.varint()
+                let byteCount = try r.varint()
+                let checksum = try r.u32()
+                externalReferences.append(
+                    LogExternalReference(
+                        property: position, transactionID: transactionID, byteCount: byteCount, checksum: checksum))
+                values.append(.null)
+            } else {
+                values.append(try decodeValue(&r, map: map, depth: 0))
+            }
+        }
         return DefaultSnapshot(
             persistentIdentifier: .permanent(entityName: entity, storeIdentifier: map.storeIdentifier, primaryKey: key),
             values: values)
+    }
+
+    /// Decodes a snapshot that may not hold external references.
+    static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
+        var references: [LogExternalReference] = []
+        let snapshot = try decodeSnapshot(&r, map: map, externalReferences: &references)
+        guard references.isEmpty else { throw LogDecodeError("an external reference where none may be") }
+        return snapshot
     }
 
     // MARK: Values

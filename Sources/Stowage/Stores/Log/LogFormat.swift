@@ -1,7 +1,10 @@
 /// The byte layout of a log file: the file header and record framing (`Formats/log.md`).
 enum LogFormat {
     static let magic: [UInt8] = Array("STOWLOG".utf8) + [0]
-    static let version: UInt16 = 1
+    /// The version this Stowage writes when it creates or rewrites a file.
+    static let version: UInt16 = 2
+    /// The versions it reads (and appends to).
+    static let readableVersions: ClosedRange<UInt16> = 1...2
     static let fileHeaderSize = 32
     static let frameSize = 16
     static let maximumPayload = 0x7E00_0000
@@ -17,12 +20,13 @@ enum LogFormat {
     struct FileHeader: Equatable {
         var salt: UInt64
         var generation: UInt64
+        var version: UInt16 = LogFormat.version
     }
 
     static func encodeFileHeader(_ header: FileHeader) -> [UInt8] {
         var w = LogByteWriter(capacity: fileHeaderSize)
         w.bytes.append(contentsOf: magic)
-        w.u16(version)
+        w.u16(header.version)
         w.u16(0)
         w.u64(header.salt)
         w.u64(header.generation)
@@ -54,9 +58,11 @@ enum LogFormat {
         var r = LogByteReader(bytes, position: 8)
         let version = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
         let flags = UInt16(bytes[10]) | UInt16(bytes[11]) << 8
-        guard version == Self.version else {
+        guard readableVersions.contains(version) else {
             return .failure(
-                .wrongFormat("the file is log format version \(version); this Stowage reads version \(Self.version)"))
+                .wrongFormat(
+                    "the file is log format version \(version); this Stowage reads versions "
+                        + "\(readableVersions.lowerBound) to \(readableVersions.upperBound)"))
         }
         let stored = UInt32(bytes[28]) | UInt32(bytes[29]) << 8 | UInt32(bytes[30]) << 16 | UInt32(bytes[31]) << 24
         guard CRC32C.mask(CRC32C.checksum(Array(bytes[0..<28]))) == stored else {
@@ -67,7 +73,7 @@ enum LogFormat {
         guard let salt = try? r.u64(), let generation = try? r.u64() else {
             return .failure(.damaged("the file header is cut short"))
         }
-        return .success(FileHeader(salt: salt, generation: generation))
+        return .success(FileHeader(salt: salt, generation: generation, version: version))
     }
 
     /// One framed record, ready to write at `offset`: compressed if that pays.

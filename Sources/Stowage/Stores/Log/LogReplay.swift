@@ -8,6 +8,9 @@ import BTree
 /// from sorted entries, once, at the end.
 struct LogReplay {
     private var live: [String: [Int64: DefaultSnapshot]] = [:]
+    /// The external references of live records (format version 2), whose value slots
+    /// hold `.null` until ``resolveExternalValues(_:)`` reads them.
+    private(set) var references: [String: [Int64: [LogExternalReference]]] = [:]
     private(set) var nextPrimaryKey: Int64 = 1
     /// Every write and delete replayed: the record versions in the file.
     private(set) var versions: Int64 = 0
@@ -17,11 +20,32 @@ struct LogReplay {
         versions += Int64(commit.deletes.count + commit.writes.count)
         for (entity, key) in commit.deletes {
             live[entity]?.removeValue(forKey: key)
+            references[entity]?.removeValue(forKey: key)
         }
-        for (entity, key, snapshot, _) in commit.writes {
+        for (position, (entity, key, snapshot, _)) in commit.writes.enumerated() {
             live[entity, default: [:]][key] = snapshot
+            if let found = commit.externalReferences[position] {
+                references[entity, default: [:]][key] = found
+            } else if references[entity]?[key] != nil {
+                references[entity]?.removeValue(forKey: key)
+            }
         }
         nextPrimaryKey = max(nextPrimaryKey, commit.nextPrimaryKey)
+    }
+
+    /// Puts the bytes of every live external value into its record's slot.
+    mutating func resolveExternalValues(
+        _ load: (_ entity: String, _ key: Int64, _ reference: LogExternalReference) throws -> Data
+    ) throws {
+        for (entity, byKey) in references {
+            for (key, found) in byKey {
+                guard var snapshot = live[entity]?[key] else { continue }
+                for reference in found where reference.property < snapshot.values.count {
+                    snapshot.values[reference.property] = .data(try load(entity, key, reference))
+                }
+                live[entity]?[key] = snapshot
+            }
+        }
     }
 
     /// The table holding every live record, with its indexes.

@@ -91,6 +91,9 @@ extension LogStore {
         }
         var end: Int64 = 0
         var dataStart: Int64 = 0
+        // The external values as the new file refers to them, and the files made for it.
+        var external: [LogExternalSlot: LogExternalReference] = source.count == 0 ? [:] : w.external
+        var created: [String] = []
         do {
             let start = Self.headerBytes(
                 header, storeIdentifier: identifier, createdAt: createdAt, schema: storedSchema)
@@ -105,8 +108,17 @@ extension LogStore {
                 let commit = LogCommit(
                     transactionID: lastTransaction, timestamp: now, author: nil,
                     nextPrimaryKey: source.nextPrimaryKey, deletes: [], writes: writes)
-                let record = LogFormat.frame(
-                    type: .commit, payload: try LogCodec.encodeCommit(commit, map: map), salt: header.salt, offset: end)
+                // Live external values keep their files; one without a file yet (a
+                // version 1 file being upgraded) gets one now, before the commit.
+                var probe = w
+                probe.external = external
+                let values = try externalValues(of: commit, probe)
+                try externalFiles.write(values.files)
+                created += values.files.map(\.name)
+                for (slot, reference) in values.slots { external[slot] = reference }
+                let payload = try LogCodec.encodeCommit(
+                    commit, map: map, external: values.references.isEmpty ? nil : { values.references[$0]?[$1] })
+                let record = LogFormat.frame(type: .commit, payload: payload, salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
                 end += Int64(record.count)
                 writes.removeAll(keepingCapacity: true)
@@ -127,6 +139,7 @@ extension LogStore {
         } catch {
             fs.close(fd)
             try? fs.remove(temporary)
+            externalFiles.removeQuietly(created)
             throw DataStoreError(
                 .ioFailure, "rewriting \(path) failed before the switch; the store is unchanged",
                 underlying: error)
@@ -139,6 +152,7 @@ extension LogStore {
         w.end = end
         w.dataStart = dataStart
         w.versions = Int64(source.count)
+        w.external = external
         do {
             try fs.syncDirectory(directory)
         } catch {
@@ -147,5 +161,8 @@ extension LogStore {
                 .ioFailure, "syncing the directory of \(path) after the switch failed; the store refuses further saves",
                 underlying: error)
         }
+        // Only now does no record refer to the replaced values' files.
+        externalFiles.collectGarbage(
+            keeping: Set(external.map { $0.value.fileName(entityIndex: $0.key.entity, primaryKey: $0.key.key) }))
     }
 }

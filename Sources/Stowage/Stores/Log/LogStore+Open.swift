@@ -9,6 +9,9 @@ extension LogStore {
         var description: LogSchemaDescription
         var createdAt: Int64
         var report: RecoveryReport?
+        /// A version 1 file whose schema has external-storage attributes: the store
+        /// rewrites it as version 2 before its first save.
+        var needsUpgrade = false
     }
 
     static func newSalt(_ configuration: LogStoreConfiguration, generation: UInt64) -> UInt64 {
@@ -31,7 +34,8 @@ extension LogStore {
             if let fd = try fs.open(path, mode: .existing) {
                 do {
                     return try openExisting(
-                        fd: fd, lockFD: lockFD, path: path, schema: schema, configuration: configuration)
+                        fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema,
+                        configuration: configuration)
                 } catch {
                     fs.close(fd)
                     throw error
@@ -52,9 +56,14 @@ extension LogStore {
     ) throws -> Opened {
         let fs = configuration.fileSystem
         let identifier = configuration.fixedStoreIdentifier ?? "log-" + UUID().uuidString
-        let description = LogSchemaDescription(schema)
+        let version =
+            LogFormat.readableVersions.contains(configuration.newFileFormatVersion)
+            ? configuration.newFileFormatVersion : LogFormat.version
+        let description =
+            version == 1 ? LogSchemaDescription(schema).withoutExternalFlags : LogSchemaDescription(schema)
         let createdAt = configuration.clock?() ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
-        let header = LogFormat.FileHeader(salt: newSalt(configuration, generation: 0), generation: 0)
+        let header = LogFormat.FileHeader(
+            salt: newSalt(configuration, generation: 0), generation: 0, version: version)
         let bytes = headerBytes(header, storeIdentifier: identifier, createdAt: createdAt, schema: description)
         let temporary = path + ".compact"
         guard let fd = try fs.open(temporary, mode: .createNew) else {
@@ -75,7 +84,9 @@ extension LogStore {
             fs.close(fd)
             throw error
         }
-        let map = LogEntityMap(storeIdentifier: identifier, description: description)
+        let map = LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: version)
+        // Files left by an earlier store of this name would never be referred to again.
+        LogExternalFiles(fs: fs, logPath: path, parent: directory).collectGarbage(keeping: [])
         var writer = WriterState(
             fd: fd, lockFD: lockFD, salt: header.salt, generation: 0, end: Int64(bytes.count), nextTransactionID: 1)
         writer.dataStart = Int64(bytes.count)
@@ -96,7 +107,8 @@ extension LogStore {
     }
 
     private static func openExisting(
-        fd: Int32, lockFD: Int32, path: String, schema: Schema, configuration: LogStoreConfiguration
+        fd: Int32, lockFD: Int32, path: String, directory: String, schema: Schema,
+        configuration: LogStoreConfiguration
     ) throws -> Opened {
         let fs = configuration.fileSystem
         let size = try fs.size(fd)
@@ -119,7 +131,7 @@ extension LogStore {
         switch try LogFormat.readRecord(fs, fd, at: headerOffset, fileSize: size, salt: header.salt) {
         case .record(.header, let payload, let next):
             do {
-                (identifier, createdAt, stored) = try LogCodec.decodeHeader(payload)
+                (identifier, createdAt, stored) = try LogCodec.decodeHeader(payload, formatVersion: header.version)
             } catch {
                 throw DataStoreError(.corruptStore, "\(path): the header record at offset 32 does not decode: \(error)")
             }
@@ -131,12 +143,15 @@ extension LogStore {
         case .damaged(let reason):
             throw DataStoreError(.corruptStore, "\(path): the header record is damaged: \(reason)")
         }
-        if let difference = stored.difference(from: LogSchemaDescription(schema)) {
+        // A version 1 file records no external-storage flags.
+        let live = LogSchemaDescription(schema)
+        if let difference = stored.difference(from: header.version == 1 ? live.withoutExternalFlags : live) {
             throw DataStoreError(.schemaMismatch, "\(path): the schema does not match the store's: \(difference)")
         }
 
         // Replay the commits, and stop at the first record that fails a check.
-        let map = LogEntityMap(storeIdentifier: identifier, description: stored)
+        let readMap = LogEntityMap(storeIdentifier: identifier, description: stored, formatVersion: header.version)
+        let map = readMap
         let commitsStart = offset
         var replay = LogReplay()
         var lastTransaction: UInt64 = 0
@@ -151,7 +166,7 @@ extension LogStore {
                 break scan
             case .record(.commit, let payload, let next):
                 do {
-                    let commit = try LogCodec.decodeCommit(payload, map: map)
+                    let commit = try LogCodec.decodeCommit(payload, map: readMap)
                     replay.add(commit)
                     lastTransaction = max(lastTransaction, commit.transactionID)
                     commits += 1
@@ -179,15 +194,37 @@ extension LogStore {
             report = RecoveryReport(
                 validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
         }
+        // External values: read back every live one, then delete the files nothing refers to.
+        let files = LogExternalFiles(fs: fs, logPath: path, parent: directory)
+        try replay.resolveExternalValues { entity, key, reference in
+            try files.read(reference, entity: entity, entityIndex: readMap.indexByName[entity] ?? -1, key: key)
+        }
+        var external: [LogExternalSlot: LogExternalReference] = [:]
+        for (entity, byKey) in replay.references {
+            guard let entityIndex = readMap.indexByName[entity] else { continue }
+            for (key, found) in byKey {
+                for reference in found {
+                    external[LogExternalSlot(entity: entityIndex, key: key, property: reference.property)] = reference
+                }
+            }
+        }
+        files.collectGarbage(
+            keeping: Set(external.map { $0.value.fileName(entityIndex: $0.key.entity, primaryKey: $0.key.key) }))
+
         var writer = WriterState(
             fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
             nextTransactionID: lastTransaction + 1)
         writer.dataStart = commitsStart
         writer.versions = replay.versions
+        writer.external = external
+        let needsUpgrade = header.version == 1 && live.hasExternalValues
+        let description = needsUpgrade ? stored.withExternalFlags(of: live) : stored
         return Opened(
             table: replay.table(schema: schema, storeIdentifier: identifier),
             writer: writer,
-            map: map, description: stored, createdAt: createdAt, report: report)
+            map: needsUpgrade
+                ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
+            description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade)
     }
 
     /// The start of every record in a log file, then its end: for tests and tools.

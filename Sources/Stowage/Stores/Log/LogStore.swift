@@ -37,6 +37,8 @@ public final class LogStore: DataStore, DataStoreBatching {
     let storedSchema: LogSchemaDescription
     let table: Mutex<SnapshotTable>
     let writer: LogWriter
+    /// `<file>.blobs/`: the external values.
+    let externalFiles: LogExternalFiles
 
     /// The writer's side: the file, where the valid prefix ends, and whether saves may go on.
     struct WriterState {
@@ -63,6 +65,8 @@ public final class LogStore: DataStore, DataStoreBatching {
         var compactions = 0
         /// Why the last automatic compaction failed, if it did.
         var lastAutomaticCompactionFailure: String?
+        /// Where every live external value's bytes are (format version 2).
+        var external: [LogExternalSlot: LogExternalReference] = [:]
 
         // Group commit (durability `.full`).
         /// The sequence number of the last save appended.
@@ -119,6 +123,17 @@ public final class LogStore: DataStore, DataStoreBatching {
         self.lastRecovery = opened.report
         self.table = Mutex(opened.table)
         self.writer = LogWriter(opened.writer)
+        self.externalFiles = LogExternalFiles(
+            fs: configuration.fileSystem, logPath: url.path, parent: url.deletingLastPathComponent().path)
+        if opened.needsUpgrade {
+            // A version 1 file cannot hold external references: rewrite it as version 2.
+            do {
+                try compact()
+            } catch {
+                close()
+                throw error
+            }
+        }
     }
 
     deinit {
@@ -223,9 +238,20 @@ public final class LogStore: DataStore, DataStoreBatching {
         if SnapshotTable.isEmpty(prepared) { return (prepared, nil) }
         let commit = SnapshotTable.commit(
             prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
-        let payload = try LogCodec.encodeCommit(commit, map: map)
+        let external = try externalValues(of: commit, w)
+        try externalFiles.write(external.files)
+        let payload: [UInt8]
         let start = w.end
-        try append(&w, type: .commit, payload: payload)
+        do {
+            payload = try LogCodec.encodeCommit(
+                commit, map: map,
+                external: external.references.isEmpty ? nil : { external.references[$0]?[$1] })
+            try append(&w, type: .commit, payload: payload)
+        } catch {
+            externalFiles.removeQuietly(external.files.map(\.name))
+            throw error
+        }
+        for (slot, reference) in external.slots { w.external[slot] = reference }
         w.nextTransactionID += 1
         w.versions += Int64(commit.deletes.count + commit.writes.count)
         guard configuration.durability == .full else {
@@ -242,6 +268,52 @@ public final class LogStore: DataStore, DataStoreBatching {
         w.pending.append(
             LogPendingSave(sequence: w.appended, start: start, undo: undo, previousNextPrimaryKey: previousKey))
         return (prepared, w.appended)
+    }
+
+    /// The external values a commit writes (`Formats/log.md`, "External values"): the
+    /// references to encode by write and property position, the new files, and the slots
+    /// as they stand after the commit (deletes first, then writes, as replay applies them).
+    /// An unchanged value refers to its existing file again.
+    func externalValues(of commit: LogCommit, _ w: WriterState) throws -> (
+        references: [Int: [Int: LogExternalReference]], files: [(name: String, bytes: Data)],
+        slots: [(LogExternalSlot, LogExternalReference?)]
+    ) {
+        guard map.external.contains(where: { !$0.isEmpty }) else { return ([:], [], []) }
+        var references: [Int: [Int: LogExternalReference]] = [:]
+        var files: [(name: String, bytes: Data)] = []
+        var slots: [(LogExternalSlot, LogExternalReference?)] = []
+        for (entity, key) in commit.deletes {
+            guard let e = map.indexByName[entity] else { continue }
+            for p in map.external[e] { slots.append((LogExternalSlot(entity: e, key: key, property: p), nil)) }
+        }
+        for (position, write) in commit.writes.enumerated() {
+            guard let e = map.indexByName[write.entity], !map.external[e].isEmpty else { continue }
+            let stored =
+                write.isInsert ? nil : table.withLock { $0.entities[write.entity]?.rows.value(forKey: write.key) }
+            for p in map.external[e] where p < write.snapshot.values.count {
+                let slot = LogExternalSlot(entity: e, key: write.key, property: p)
+                guard case .data(let bytes) = write.snapshot.values[p], !bytes.isEmpty else {
+                    slots.append((slot, nil))
+                    continue
+                }
+                if let old = w.external[slot], old.byteCount == UInt64(bytes.count),
+                    case .data(let current)? = stored?.values[p], current == bytes
+                {
+                    references[position, default: [:]][p] = old
+                    slots.append((slot, old))
+                    continue
+                }
+                let reference = LogExternalReference(
+                    property: p, transactionID: commit.transactionID, byteCount: UInt64(bytes.count),
+                    checksum: LogExternalFiles.checksum(bytes))
+                let name = reference.fileName(entityIndex: e, primaryKey: write.key)
+                files.removeAll { $0.name == name }
+                files.append((name, bytes))
+                references[position, default: [:]][p] = reference
+                slots.append((slot, reference))
+            }
+        }
+        return (references, files, slots)
     }
 
     func checkWritable(_ w: WriterState) throws {
@@ -421,6 +493,9 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
     /// A fixed salt for new files (the sample files); otherwise a random one.
     @_spi(Testing) public var fixedSalt: UInt64?
+    /// The format version of a new file: 1 writes the version 1 samples and the files the
+    /// upgrade tests start from. Rewrites always write the current version.
+    @_spi(Testing) public var newFileFormatVersion: UInt16 = 2
     /// A fixed store identifier for a new file (the sample files).
     @_spi(Testing) public var fixedStoreIdentifier: String?
     /// The clock for commit timestamps, in milliseconds since 1970 (the sample files).
