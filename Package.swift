@@ -47,6 +47,7 @@ let package = Package(
         .executable(name: "packing-list", targets: ["PackingList"]),
         .executable(name: "btree-bench", targets: ["BTreeBench"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
+        .executable(name: "stowage", targets: ["StowageTool"]),
     ],
     targets: [
         .macro(
@@ -97,10 +98,19 @@ let package = Package(
             dependencies: ["BTree", "IndexKey"],
             path: "Benchmarks/BTreeBench"
         ),
+        .executableTarget(
+            name: "StowageTool",
+            dependencies: ["Stowage"],
+            path: "Sources/stowage"
+        ),
         .testTarget(name: "BTreeTests", dependencies: ["BTree"]),
         .testTarget(name: "IndexKeyTests", dependencies: ["IndexKey"]),
         .testTarget(
             name: "StowageTests",
+            dependencies: ["Stowage", "StowageTestSupport"]
+        ),
+        .testTarget(
+            name: "StowageToolTests",
             dependencies: ["Stowage", "StowageTestSupport"]
         ),
         .testTarget(

@@ -196,7 +196,7 @@ enum JSONDocument {
     }
 
     /// Reads the stored schema into the log store's comparable description.
-    private static func readSchema(_ value: JSONValue) throws(Problem) -> LogSchemaDescription {
+    static func readSchema(_ value: JSONValue) throws(Problem) -> LogSchemaDescription {
         let top = try members(value, "schema")
         let versionText = try string(top["version"], "schema.version")
         let parts = versionText.split(separator: ".", omittingEmptySubsequences: false).map { UInt64($0) }

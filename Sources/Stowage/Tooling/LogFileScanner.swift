@@ -1,0 +1,289 @@
+import Foundation
+
+/// Reads a whole log file record by record with the store's own reader
+/// (``LogFormat/readRecord(_:_:at:fileSize:salt:)``: framing, lengths, checksum, LZ4) and
+/// decoder (``LogCodec``), without opening the store: nothing is locked, truncated or
+/// written. It folds the commits into the live records, as opening does, and keeps
+/// what `inspect`, `history` and `verify` show.
+///
+/// Live and dead bytes: a commit record none of whose writes is still the current version
+/// of a live record is dead in full (frame included). A commit that still holds a live
+/// version is live, except for the share of its bytes (frame included, rounded down) that
+/// its superseded writes and its delete entries take up in its uncompressed payload. The
+/// file header and the header record count as live. Bytes after the valid prefix count as
+/// neither.
+enum LogFileScanner {
+    /// What a record of each type means to this reader: the one place that knows the
+    /// record types, so that format version 2 (checkpoints, type 3) is added here.
+    private enum RecordRole {
+        case commit
+        case unexpected(String)
+    }
+
+    private static func role(of type: LogFormat.RecordType, formatVersion: Int, at offset: Int64) -> RecordRole {
+        switch type {
+        case .commit:
+            return .commit
+        case .checkpoint:
+            return .unexpected(
+                "a checkpoint record (type 3) at offset \(offset): format version \(formatVersion) has no checkpoints")
+        case .header:
+            return .unexpected("a second header record at offset \(offset), where only commits may follow the header")
+        }
+    }
+
+    /// A live record version and where it came from.
+    private struct Version {
+        var values: [SnapshotValue]
+        var commit: Int
+        var size: Int64
+        var external: [LogExternalReference]
+    }
+
+    /// A commit's share of live and dead payload bytes.
+    private struct Accounting {
+        var deadPayload: Int64 = 0
+        var liveWrites = 0
+    }
+
+    /// What compaction needs besides the store view.
+    struct Extras {
+        var description: LogSchemaDescription
+        var map: LogEntityMap
+        var lastTransaction: UInt64
+    }
+
+    static func scan(_ file: ToolFile, path: String) throws(ToolFailure) -> ToolStore {
+        try scanWithExtras(file, path: path).store
+    }
+
+    static func scanWithExtras(_ file: ToolFile, path: String) throws(ToolFailure) -> (
+        store: ToolStore, extras: Extras?
+    ) {
+        let size = file.size
+        let first = try file.read(count: LogFormat.fileHeaderSize, at: 0)
+        let formatVersion = first.count >= 10 ? Int(first[8]) | Int(first[9]) << 8 : 0
+        var store = ToolStore(
+            path: path, format: .log, formatVersion: formatVersion, fileSize: size, schema: nil, storeIdentifier: nil,
+            createdAt: nil, nextPrimaryKey: 1, records: [:], log: nil, damage: nil, problems: [])
+        let header: LogFormat.FileHeader
+        switch LogFormat.decodeFileHeader(first, fileSize: size) {
+        case .success(let decoded): header = decoded
+        case .failure(.wrongFormat(let reason)):
+            throw ToolFailure(.notAStore, "\(path) is not a log store this tool reads: \(reason)")
+        case .failure(.damaged(let reason)):
+            store.damage = ToolProblem(offset: 0, message: "the file header is damaged: \(reason)")
+            store.log = details(
+                formatVersion: formatVersion, salt: 0, generation: 0, dataStart: 0, validLength: 0, size: size)
+            return (store, nil)
+        }
+        var log = details(
+            formatVersion: formatVersion, salt: header.salt, generation: header.generation,
+            dataStart: Int64(LogFormat.fileHeaderSize), validLength: Int64(LogFormat.fileHeaderSize), size: size)
+
+        func read(_ offset: Int64) throws(ToolFailure) -> LogFormat.ReadOutcome {
+            do {
+                return try LogFormat.readRecord(file.fs, file.fd, at: offset, fileSize: size, salt: header.salt)
+            } catch {
+                throw ToolFailure(.io, "\(path): reading the record at offset \(offset) failed: \(error)")
+            }
+        }
+
+        // The header record: without it nothing else can be read.
+        let headerOffset = Int64(LogFormat.fileHeaderSize)
+        let description: LogSchemaDescription
+        var offset: Int64
+        switch try read(headerOffset) {
+        case .record(.header, let payload, let next):
+            do {
+                let decoded = try LogCodec.decodeHeader(payload, formatVersion: header.version)
+                store.storeIdentifier = decoded.storeIdentifier
+                store.createdAt = decoded.createdAt
+                description = decoded.schema
+            } catch {
+                store.damage = ToolProblem(
+                    offset: headerOffset, message: "the header record at offset 32 does not decode: \(error)")
+                store.log = log
+                return (store, nil)
+            }
+            log.payloadBytes += Int64(payload.count)
+            log.storedPayloadBytes += next - headerOffset - Int64(LogFormat.frameSize)
+            offset = next
+        case .record(let type, _, _):
+            store.damage = ToolProblem(
+                offset: headerOffset, message: "the record at offset 32 is of type \(type), not the header record")
+            store.log = log
+            return (store, nil)
+        case .end:
+            store.damage = ToolProblem(offset: headerOffset, message: "the file ends before its header record")
+            store.log = log
+            return (store, nil)
+        case .damaged(let reason):
+            store.damage = ToolProblem(offset: headerOffset, message: "the header record is damaged: \(reason)")
+            store.log = log
+            return (store, nil)
+        }
+        let schema = ToolSchema(description)
+        let identifier = store.storeIdentifier ?? ""
+        store.schema = schema
+        let map = LogEntityMap(storeIdentifier: identifier, description: description)
+        log.dataStart = offset
+        log.regions = [ToolRegion(offset: 0, length: offset, kind: .header)]
+
+        var live: [String: [Int64: Version]] = [:]
+        var accounting: [Accounting] = []
+        var lastTransaction: UInt64 = 0
+        var nextPrimaryKey: Int64 = 1
+        scan: while true {
+            let outcome = try read(offset)
+            switch outcome {
+            case .end:
+                break scan
+            case .damaged(let reason):
+                store.damage = ToolProblem(offset: offset, message: reason)
+                break scan
+            case .record(let type, let payload, let next):
+                switch role(of: type, formatVersion: formatVersion, at: offset) {
+                case .unexpected(let reason):
+                    store.damage = ToolProblem(offset: offset, message: reason)
+                    break scan
+                case .commit:
+                    let commit: LogCommit
+                    do {
+                        commit = try LogCodec.decodeCommit(payload, map: map)
+                    } catch {
+                        store.damage = ToolProblem(
+                            offset: offset, message: "the commit at offset \(offset) does not decode: \(error)")
+                        break scan
+                    }
+                    let index = accounting.count
+                    accounting.append(Accounting())
+                    if commit.transactionID < lastTransaction {
+                        store.problems.append(
+                            ToolProblem(
+                                offset: offset,
+                                message: "the commit at offset \(offset) has transaction \(commit.transactionID), "
+                                    + "after transaction \(lastTransaction)"))
+                    }
+                    var inserts = 0
+                    var updates = 0
+                    for (entity, key) in commit.deletes {
+                        var w = LogByteWriter(capacity: 16)
+                        w.varint(map.indexByName[entity] ?? 0)
+                        w.zigzag(key)
+                        accounting[index].deadPayload += Int64(w.bytes.count)
+                        if let old = live[entity]?.removeValue(forKey: key) {
+                            accounting[old.commit].deadPayload += old.size
+                            accounting[old.commit].liveWrites -= 1
+                        }
+                    }
+                    for (position, write) in commit.writes.enumerated() {
+                        if write.isInsert { inserts += 1 } else { updates += 1 }
+                        let external = commit.externalReferences[position] ?? []
+                        var w = LogByteWriter(capacity: 64)
+                        w.u8(0)
+                        try? LogCodec.encodeSnapshot(
+                            write.snapshot, key: write.key, entity: write.entity, into: &w, map: map,
+                            external: { property in external.first { $0.property == property } })
+                        if let old = live[write.entity]?[write.key] {
+                            accounting[old.commit].deadPayload += old.size
+                            accounting[old.commit].liveWrites -= 1
+                        }
+                        live[write.entity, default: [:]][write.key] = Version(
+                            values: write.snapshot.values, commit: index, size: Int64(w.bytes.count),
+                            external: external)
+                        accounting[index].liveWrites += 1
+                        if let entity = schema.entity(named: write.entity) {
+                            for problem in ToolValueChecker.problems(
+                                write.snapshot.values, of: entity, storeIdentifier: identifier,
+                                skipping: Set(external.map(\.property)))
+                            {
+                                store.problems.append(
+                                    ToolProblem(
+                                        offset: offset,
+                                        message: "the commit at offset \(offset) writes \(write.entity) "
+                                            + "\(write.key): \(problem)"))
+                            }
+                        }
+                        if write.key >= commit.nextPrimaryKey {
+                            store.problems.append(
+                                ToolProblem(
+                                    offset: offset,
+                                    message: "the commit at offset \(offset) writes \(write.entity) \(write.key), "
+                                        + "but its next primary key is \(commit.nextPrimaryKey)"))
+                        }
+                    }
+                    let stored = next - offset - Int64(LogFormat.frameSize)
+                    log.commits.append(
+                        ToolCommit(
+                            offset: offset, recordLength: next - offset, payloadLength: Int64(payload.count),
+                            isCompressed: stored != Int64(payload.count), transactionID: commit.transactionID,
+                            timestamp: commit.timestamp, author: commit.author, inserts: inserts, updates: updates,
+                            deletes: commit.deletes.count, nextPrimaryKey: commit.nextPrimaryKey))
+                    log.payloadBytes += Int64(payload.count)
+                    log.storedPayloadBytes += stored
+                    lastTransaction = max(lastTransaction, commit.transactionID)
+                    nextPrimaryKey = max(nextPrimaryKey, commit.nextPrimaryKey)
+                    offset = next
+                }
+            }
+        }
+        log.validLength = offset
+
+        // Live and dead bytes, commit by commit.
+        var deadBytes: Int64 = 0
+        for (i, commit) in log.commits.enumerated() {
+            let share = accounting[i]
+            if share.liveWrites == 0 {
+                deadBytes += commit.recordLength
+                log.regions.append(ToolRegion(offset: commit.offset, length: commit.recordLength, kind: .dead))
+            } else {
+                let payload = max(1, commit.payloadLength)
+                let dead = commit.recordLength * min(share.deadPayload, payload) / payload
+                deadBytes += dead
+                log.regions.append(
+                    ToolRegion(offset: commit.offset, length: commit.recordLength, kind: .live, deadLength: dead))
+            }
+        }
+        log.deadVersions =
+            log.commits.reduce(0) { $0 + $1.inserts + $1.updates + $1.deletes }
+            - live.values.reduce(0) { $0 + $1.count }
+        if offset < size {
+            log.regions.append(ToolRegion(offset: offset, length: size - offset, kind: .damaged))
+        }
+        log.deadBytes = deadBytes
+        log.liveBytes = offset - deadBytes
+
+        var maximumKey: Int64 = 0
+        for entity in schema.entities {
+            let versions = live[entity.name] ?? [:]
+            store.records[entity.name] = versions.keys.sorted().map { key in
+                let version = versions[key]!
+                maximumKey = max(maximumKey, key)
+                var record = ToolRecord(key: key, values: version.values, offset: log.commits[version.commit].offset)
+                let entityIndex = map.indexByName[entity.name] ?? 0
+                for reference in version.external {
+                    record.external[reference.property] = ToolExternalValue(
+                        fileName: reference.fileName(entityIndex: entityIndex, primaryKey: key),
+                        byteCount: reference.byteCount, checksum: reference.checksum, reference: reference)
+                }
+                return record
+            }
+        }
+        store.nextPrimaryKey = max(nextPrimaryKey, maximumKey &+ 1)
+        store.log = log
+        return (store, Extras(description: description, map: map, lastTransaction: lastTransaction))
+    }
+
+    private static func details(
+        formatVersion: Int, salt: UInt64, generation: UInt64, dataStart: Int64, validLength: Int64, size: Int64
+    ) -> ToolLogDetails {
+        ToolLogDetails(
+            formatVersion: formatVersion, salt: salt, generation: generation, dataStart: dataStart,
+            validLength: validLength, commits: [], checkpoints: 0, liveBytes: validLength, deadBytes: 0,
+            deadVersions: 0, payloadBytes: 0, storedPayloadBytes: 0,
+            regions: (validLength > 0 ? [ToolRegion(offset: 0, length: validLength, kind: .header)] : [])
+                + (size > validLength
+                    ? [ToolRegion(offset: validLength, length: size - validLength, kind: .damaged)] : []))
+    }
+}
