@@ -134,7 +134,13 @@ package enum ToolMaintenance {
         let generation = log.generation &+ 1
         var salt: UInt64 = 0
         while salt == 0 || salt == log.salt { salt = UInt64.random(in: 1...UInt64.max) }
-        let header = LogFormat.FileHeader(salt: salt, generation: generation)
+        // The file keeps its format version: a version 1 file's schema records no
+        // external-storage flags, so rewriting it as version 2 would no longer match an
+        // app whose schema has such attributes (the store itself upgrades it on open).
+        let header = LogFormat.FileHeader(
+            salt: salt, generation: generation,
+            version: LogFormat.readableVersions.contains(UInt16(clamping: store.formatVersion))
+                ? UInt16(clamping: store.formatVersion) : LogFormat.version)
         let temporary = path + ".compact"
         let total = store.recordCount
         var end: Int64 = 0
