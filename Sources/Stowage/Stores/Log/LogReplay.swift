@@ -1,13 +1,45 @@
 import BTree
+import Foundation
+import IndexKey
 
 /// Rebuilds a ``SnapshotTable`` from a log's commits at open.
 ///
 /// Applying each commit to the table inserts every record into the primary-key tree and
-/// each index one at a time, which is most of the cost of opening. Instead the commits are
-/// folded into the latest version of each live record, and the trees are then bulk-loaded
-/// from sorted entries, once, at the end.
+/// each index one at a time, which is most of the cost of opening. Instead every record
+/// version is appended to one list per entity, in file order; at the end each list is
+/// ordered by key (already so for a compacted log or inserts alone, which costs one pass),
+/// the last version of each key is kept, deleted keys are dropped, and the trees are
+/// bulk-loaded from those sorted entries once.
 struct LogReplay {
-    private var live: [String: [Int64: DefaultSnapshot]] = [:]
+    /// Every version of an entity's records, in file order, in parallel arrays.
+    private struct EntityVersions {
+        var keys: [Int64] = []
+        /// The version's snapshot; a delete's is an empty placeholder.
+        var snapshots: [DefaultSnapshot] = []
+        /// Positions of deletes.
+        var deletes: Set<Int> = []
+        /// External references by position.
+        var references: [Int: [LogExternalReference]] = [:]
+        /// Whether the keys so far are strictly ascending with no deletes: then the lists
+        /// are already the live records in key order.
+        var isSimple = true
+
+        mutating func append(_ key: Int64, _ snapshot: DefaultSnapshot) {
+            if isSimple, let last = keys.last, last >= key { isSimple = false }
+            keys.append(key)
+            snapshots.append(snapshot)
+        }
+    }
+
+    /// The live records of an entity, in ascending key order.
+    struct Records {
+        var keys: [Int64] = []
+        var snapshots: [DefaultSnapshot] = []
+    }
+
+    private var entities: [String: EntityVersions] = [:]
+    /// The live records by entity, once ``finish()`` has run.
+    private var live: [String: Records] = [:]
     /// The external references of live records (format version 2), whose value slots
     /// hold `.null` until ``resolveExternalValues(_:)`` reads them.
     private(set) var references: [String: [Int64: [LogExternalReference]]] = [:]
@@ -19,18 +51,59 @@ struct LogReplay {
     mutating func add(_ commit: LogCommit) {
         versions += Int64(commit.deletes.count + commit.writes.count)
         for (entity, key) in commit.deletes {
-            live[entity]?.removeValue(forKey: key)
-            references[entity]?.removeValue(forKey: key)
+            entities[entity, default: EntityVersions()].deletes.insert(entities[entity]?.keys.count ?? 0)
+            entities[entity]?.append(
+                key,
+                DefaultSnapshot(
+                    persistentIdentifier: .permanent(entityName: entity, storeIdentifier: "", primaryKey: key),
+                    values: []))
+            entities[entity]?.isSimple = false
         }
+        // Writes come in runs of one entity: look each run's list up once.
+        var currentName: String?
+        var list = EntityVersions()
         for (position, (entity, key, snapshot, _)) in commit.writes.enumerated() {
-            live[entity, default: [:]][key] = snapshot
-            if let found = commit.externalReferences[position] {
-                references[entity, default: [:]][key] = found
-            } else if references[entity]?[key] != nil {
-                references[entity]?.removeValue(forKey: key)
+            if currentName != entity {
+                if let done = currentName { entities[done] = list }
+                currentName = entity
+                list = entities.removeValue(forKey: entity) ?? EntityVersions()
             }
+            if let found = commit.externalReferences[position] { list.references[list.keys.count] = found }
+            list.append(key, snapshot)
         }
+        if let done = currentName { entities[done] = list }
         nextPrimaryKey = max(nextPrimaryKey, commit.nextPrimaryKey)
+    }
+
+    /// Folds the versions into the live records; call once, after the last commit.
+    mutating func finish() {
+        for name in Array(entities.keys) {
+            guard let list = entities.removeValue(forKey: name) else { continue }
+            if list.isSimple {
+                for (position, found) in list.references { references[name, default: [:]][list.keys[position]] = found }
+                live[name] = Records(keys: list.keys, snapshots: list.snapshots)
+                continue
+            }
+            // A stable sort keeps file order among the versions of one key; the last wins.
+            let keys = list.keys
+            let order = keys.indices.sorted { a, b in keys[a] < keys[b] || (keys[a] == keys[b] && a < b) }
+            var records = Records()
+            records.keys.reserveCapacity(keys.count)
+            records.snapshots.reserveCapacity(keys.count)
+            var run = 0
+            while run < order.count {
+                var last = run
+                while last + 1 < order.count, keys[order[last + 1]] == keys[order[run]] { last += 1 }
+                let position = order[last]
+                if !list.deletes.contains(position) {
+                    records.keys.append(keys[position])
+                    records.snapshots.append(list.snapshots[position])
+                    if let found = list.references[position] { references[name, default: [:]][keys[position]] = found }
+                }
+                run = last + 1
+            }
+            live[name] = records
+        }
     }
 
     /// Puts the bytes of every live external value into its record's slot.
@@ -38,12 +111,20 @@ struct LogReplay {
         _ load: (_ entity: String, _ key: Int64, _ reference: LogExternalReference) throws -> Data
     ) throws {
         for (entity, byKey) in references {
+            guard var records = live.removeValue(forKey: entity) else { continue }
+            defer { live[entity] = records }
             for (key, found) in byKey {
-                guard var snapshot = live[entity]?[key] else { continue }
-                for reference in found where reference.property < snapshot.values.count {
-                    snapshot.values[reference.property] = .data(try load(entity, key, reference))
+                // Records are in key order.
+                var low = 0
+                var high = records.keys.count
+                while low < high {
+                    let mid = (low + high) / 2
+                    if records.keys[mid] < key { low = mid + 1 } else { high = mid }
                 }
-                live[entity]?[key] = snapshot
+                guard low < records.keys.count, records.keys[low] == key else { continue }
+                for reference in found where reference.property < records.snapshots[low].values.count {
+                    records.snapshots[low].values[reference.property] = .data(try load(entity, key, reference))
+                }
             }
         }
     }
@@ -51,31 +132,103 @@ struct LogReplay {
     /// The table holding every live record, with its indexes.
     func table(schema: Schema, storeIdentifier: String) -> SnapshotTable {
         var table = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
-        table.bulkLoad(live)
+        table.bulkLoad(sorted: live)
         table.nextPrimaryKey = max(table.nextPrimaryKey, nextPrimaryKey)
         return table
     }
 }
 
 extension SnapshotTable {
-    /// Fills empty entities' primary-key trees and indexes from `live` records, by bulk
-    /// loading sorted entries. Records of an entity the schema lacks are skipped (the
-    /// decoder maps entities by the stored schema, which matches this one).
+    /// Fills empty entities' primary-key trees and indexes from `live` records.
     mutating func bulkLoad(_ live: [String: [Int64: DefaultSnapshot]]) {
-        for (name, byKey) in live where !byKey.isEmpty {
+        bulkLoad(
+            sorted: live.mapValues { byKey in
+                let sorted = byKey.sorted { $0.key < $1.key }
+                return LogReplay.Records(keys: sorted.map(\.key), snapshots: sorted.map(\.value))
+            })
+    }
+
+    /// Fills empty entities' primary-key trees and indexes from live records in ascending
+    /// key order, by bulk loading sorted entries. The indexes of an entity are built on
+    /// separate threads. Records of an entity the schema lacks are skipped (the decoder
+    /// maps entities by the stored schema, which matches this one).
+    mutating func bulkLoad(sorted live: [String: LogReplay.Records]) {
+        for (name, sorted) in live where !sorted.keys.isEmpty {
             guard var records = entities.removeValue(forKey: name) else { continue }
-            let sorted = byKey.sorted { $0.key < $1.key }
-            records.rows = BTree(sortedElements: sorted.lazy.map { ($0.key, $0.value) })
-            for i in records.indexes.indices {
-                let index = records.indexes[i]
-                var entries = sorted.map { (key: index.entryKey($0.value, primaryKey: $0.key), pk: $0.key) }
-                // Index keys are distinct (a non-unique index appends the primary key), so a
-                // plain sort orders them; should two be equal, the tree's own stable sort
-                // takes over and keeps the later one, as applying saves would.
-                entries.sort { $0.key < $1.key }
-                records.indexes[i].tree = BTree(sortedElements: entries.lazy.map { ($0.key, $0.pk) })
+            let indexes = records.indexes
+            let built = SendableBox(
+                (
+                    rows: BTree<Int64, DefaultSnapshot>(),
+                    trees: [BTree<IndexKey, Int64>?](repeating: nil, count: indexes.count)
+                ))
+            // Task 0 builds the primary-key tree, task i + 1 index i.
+            DispatchQueue.concurrentPerform(iterations: indexes.count + 1) { task in
+                if task == 0 {
+                    let tree = BTree<Int64, DefaultSnapshot>(sortedElements: zip(sorted.keys, sorted.snapshots))
+                    built.withLock { $0.rows = tree }
+                    return
+                }
+                let index = indexes[task - 1]
+                let keys = zip(sorted.keys, sorted.snapshots).map { index.entryKey($0.1, primaryKey: $0.0) }
+                let order = SnapshotTable.sortedOrder(of: keys)
+                let tree = BTree(sortedElements: order.lazy.map { (keys[$0], sorted.keys[$0]) })
+                built.withLock { $0.trees[task - 1] = tree }
+            }
+            built.withLock { result in
+                records.rows = result.rows
+                for i in indexes.indices { if let tree = result.trees[i] { records.indexes[i].tree = tree } }
             }
             entities[name] = records
         }
+    }
+}
+
+extension SnapshotTable {
+    /// The positions of `keys` in ascending key order (stable). Index keys are distinct (a
+    /// non-unique index appends the primary key); should two be equal, the tree's own
+    /// stable sort keeps the later one, as applying saves would. The keys are compared in
+    /// one flat buffer, which spares the sort a retain and release per comparison.
+    static func sortedOrder(of keys: [IndexKey]) -> [Int] {
+        var order = Array(keys.indices)
+        if zip(keys, keys.dropFirst()).allSatisfy({ !($1 < $0) }) { return order }
+        var flat: [UInt8] = []
+        flat.reserveCapacity(keys.count * 24)
+        var offsets: [Int] = []
+        offsets.reserveCapacity(keys.count + 1)
+        for key in keys {
+            offsets.append(flat.count)
+            flat.append(contentsOf: key.bytes)
+        }
+        offsets.append(flat.count)
+        flat.withUnsafeBufferPointer { bytes in
+            offsets.withUnsafeBufferPointer { start in
+                guard let base = bytes.baseAddress else { return }
+                order.sort { a, b in
+                    let lengthA = start[a + 1] - start[a]
+                    let lengthB = start[b + 1] - start[b]
+                    let common = min(lengthA, lengthB)
+                    if common > 0 {
+                        let result = memcmp(base + start[a], base + start[b], common)
+                        if result != 0 { return result < 0 }
+                    }
+                    return lengthA < lengthB || (lengthA == lengthB && a < b)
+                }
+            }
+        }
+        return order
+    }
+}
+
+/// A value behind a lock, for the bulk loader's worker threads.
+private final class SendableBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<R>(_ body: (inout Value) -> R) -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
     }
 }

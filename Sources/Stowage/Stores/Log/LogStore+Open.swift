@@ -194,6 +194,7 @@ extension LogStore {
             report = RecoveryReport(
                 validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
         }
+        replay.finish()
         // External values: read back every live one, then delete the files nothing refers to.
         let files = LogExternalFiles(fs: fs, logPath: path, parent: directory)
         try replay.resolveExternalValues { entity, key, reference in
