@@ -5,22 +5,23 @@ enum LZ4Block {
     /// The largest input LZ4 accepts (`LZ4_MAX_INPUT_SIZE`).
     static let maximumInputSize = 0x7E00_0000
 
-    /// `input` compressed, or `nil` when it does not get shorter (or is too large).
-    static func compress(_ input: [UInt8]) -> [UInt8]? {
-        guard !input.isEmpty, input.count <= maximumInputSize else { return nil }
+    /// `input` compressed, after `headroom` zero bytes, or `nil` when it does not get
+    /// shorter (or is too large).
+    static func compress(_ input: [UInt8], headroom: Int = 0) -> [UInt8]? {
+        guard !input.isEmpty, input.count <= maximumInputSize, headroom >= 0 else { return nil }
         let bound = Int(LZ4_compressBound(Int32(input.count)))
         guard bound > 0 else { return nil }
-        var output = [UInt8](repeating: 0, count: bound)
+        var output = [UInt8](repeating: 0, count: headroom + bound)
         let written = input.withUnsafeBytes { source in
             output.withUnsafeMutableBytes { destination in
                 LZ4_compress_default(
                     source.baseAddress?.assumingMemoryBound(to: CChar.self),
-                    destination.baseAddress?.assumingMemoryBound(to: CChar.self),
+                    destination.baseAddress.map { ($0 + headroom).assumingMemoryBound(to: CChar.self) },
                     Int32(input.count), Int32(bound))
             }
         }
         guard written > 0, Int(written) < input.count else { return nil }
-        output.removeSubrange(Int(written)...)
+        output.removeSubrange((headroom + Int(written))...)
         return output
     }
 

@@ -76,24 +76,39 @@ enum LogFormat {
         return .success(FileHeader(salt: salt, generation: generation, version: version))
     }
 
-    /// One framed record, ready to write at `offset`: compressed if that pays.
+    /// One framed record, ready to write at `offset`: compressed if that pays. The
+    /// payload is compressed straight into the record's buffer, after room for the frame,
+    /// so that a large save holds no third copy of its bytes.
     static func frame(type: RecordType, payload: [UInt8], salt: UInt64, offset: Int64) -> [UInt8] {
-        var stored = payload
+        var record: [UInt8]
         var flags: UInt8 = 0
-        if payload.count >= compressionThreshold, let compressed = LZ4Block.compress(payload) {
-            stored = compressed
+        if payload.count >= compressionThreshold,
+            let compressed = LZ4Block.compress(payload, headroom: frameSize)
+        {
+            record = compressed
             flags = 1
+        } else {
+            record = [UInt8](repeating: 0, count: frameSize)
+            record.reserveCapacity(frameSize + payload.count)
+            record.append(contentsOf: payload)
         }
-        var w = LogByteWriter(capacity: frameSize + stored.count)
-        w.u32(UInt32(stored.count))
+        let storedCount = record.count - frameSize
+        var w = LogByteWriter(capacity: frameSize)
+        w.u32(UInt32(storedCount))
         w.u8(type.rawValue)
         w.u8(flags)
         w.u16(0)
         w.u32(UInt32(payload.count))
-        let crc = checksum(frame: w.bytes, payload: stored, salt: salt, offset: offset)
+        var prefix = LogByteWriter(capacity: 28)
+        prefix.u64(salt)
+        prefix.u64(UInt64(bitPattern: offset))
+        prefix.bytes.append(contentsOf: w.bytes)
+        let crc = record.withUnsafeBytes { bytes in
+            CRC32C.update(CRC32C.update(0, prefix.bytes), UnsafeRawBufferPointer(rebasing: bytes[frameSize...]))
+        }
         w.u32(CRC32C.mask(crc))
-        w.bytes.append(contentsOf: stored)
-        return w.bytes
+        record.replaceSubrange(0..<frameSize, with: w.bytes)
+        return record
     }
 
     static func checksum(frame: [UInt8], payload: [UInt8], salt: UInt64, offset: Int64) -> UInt32 {

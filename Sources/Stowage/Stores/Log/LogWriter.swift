@@ -88,7 +88,10 @@ extension SnapshotTable {
             }
         }
         for (entity, key) in prepared.deletes { remember(entity, key, known: false) }
-        for (entity, key, _, isInsert) in prepared.writes { remember(entity, key, known: isInsert) }
+        for (entity, key, _, isInsert) in prepared.writes {
+            // An insert's key is new and appears once in a save: no need to remember it.
+            if isInsert { undo.deletes.append((entity, key)) } else { remember(entity, key, known: false) }
+        }
         undo.nextPrimaryKey = nextPrimaryKey
         return undo
     }
