@@ -13,7 +13,7 @@ func runJSONSave(_ path: String) throws -> Never {
     say("ready")
     while true {
         let context = ModelContext(container)
-        insertBatch(next, into: context)
+        insertBatch(next, into: context, withBlobs: false)
         try context.save()
         say(String(next))
         next += 1

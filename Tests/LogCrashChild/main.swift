@@ -16,26 +16,38 @@ final class CrashBatch {
     var batch: Int
     var index: Int
     var payload: String
+    /// Kept in a file beside the log (format version 2): the crash test checks those too.
+    @Attribute(.externalStorage) var blob: Data
 
-    init(batch: Int, index: Int, payload: String) {
+    init(batch: Int, index: Int, payload: String, blob: Data = Data()) {
         self.batch = batch
         self.index = index
         self.payload = payload
+        self.blob = blob
     }
 }
 
 /// The rows in batch `n`; LogCrashTests uses the same formula.
 func batchSize(_ n: Int) -> Int { 1 + (n &* 7919) % 40 }
 
+/// The external bytes of row `i` of batch `n` (empty for one row in five); LogCrashTests
+/// uses the same formula.
+func blob(_ n: Int, _ i: Int) -> Data {
+    let count = (n &+ i) % 5 == 0 ? 0 : (n &* 131 &+ i &* 17) % 3000
+    return Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n &+ i) })
+}
+
 func say(_ line: String) {
     print(line)
     fflush(nil)  // every stream: `stdout` itself is shared mutable state to Swift 6
 }
 
-func insertBatch(_ n: Int, into context: ModelContext) {
+/// The JSON store rewrites its whole document on every save, so its crash test leaves the
+/// external bytes out to keep its saves quick.
+func insertBatch(_ n: Int, into context: ModelContext, withBlobs: Bool = true) {
     for i in 0..<batchSize(n) {
         let payload = String(repeating: "batch \(n) row \(i) ", count: (n &* 31 &+ i) % 12)
-        context.insert(CrashBatch(batch: n, index: i, payload: payload))
+        context.insert(CrashBatch(batch: n, index: i, payload: payload, blob: withBlobs ? blob(n, i) : Data()))
     }
 }
 

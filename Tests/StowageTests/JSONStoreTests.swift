@@ -58,6 +58,24 @@ struct JSONStoreTests {
         #expect(more.values.first!.primaryKey! > ids.map { $0.primaryKey! }.max()!)
     }
 
+    @Test func externalStorageValuesStayInlineAndReopen() throws {
+        let url = JSONTest.freshURL()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let schema = Schema([Photo.self])
+        let bytes = Data((0..<700).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        do {
+            let container = try ModelContainer(
+                for: schema, configurations: [JSONStoreConfiguration(name: "photos", schema: schema, fileURL: url)])
+            let context = ModelContext(container)
+            context.insert(Photo(title: "Inline", bytes: bytes))
+            try context.save()
+        }
+        let container = try ModelContainer(
+            for: schema, configurations: [JSONStoreConfiguration(name: "photos", schema: schema, fileURL: url)])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Photo>()).map(\.bytes) == [bytes])
+        #expect(!FileManager.default.fileExists(atPath: url.path + ".blobs"))
+    }
+
     @Test func twoSavesOfTheSameDataAreByteIdenticalAndOneFieldIsOneLine() throws {
         let a = LogTestDirectory.fresh()
         let b = LogTestDirectory.fresh()

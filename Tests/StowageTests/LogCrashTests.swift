@@ -13,11 +13,14 @@ final class CrashBatch {
     var batch: Int
     var index: Int
     var payload: String
+    /// Kept in a file beside the log (format version 2): the crash test checks those too.
+    @Attribute(.externalStorage) var blob: Data
 
-    init(batch: Int, index: Int, payload: String) {
+    init(batch: Int, index: Int, payload: String, blob: Data = Data()) {
         self.batch = batch
         self.index = index
         self.payload = payload
+        self.blob = blob
     }
 }
 
@@ -29,6 +32,12 @@ struct LogCrashTests {
 
     /// The rows in batch `n`, as the child makes them.
     static func batchSize(_ n: Int) -> Int { 1 + (n &* 7919) % 40 }
+
+    /// The external bytes of row `i` of batch `n`, as the child makes them.
+    static func blob(_ n: Int, _ i: Int) -> Data {
+        let count = (n &+ i) % 5 == 0 ? 0 : (n &* 131 &+ i &* 17) % 3000
+        return Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n &+ i) })
+    }
 
     /// The child executable, built beside the test bundle.
     static var child: URL {
@@ -125,12 +134,28 @@ struct LogCrashTests {
                 LogStoreConfiguration(schema: Self.schema, url: directory.storeURL), migrationPlan: nil)
             let entity = Self.schema.entitiesByName["CrashBatch"]!
             var rows: [Int: Int] = [:]
+            var badBlobs: [String] = []
+            var nonEmptyBlobs = 0
             for snapshot in store.allSnapshots(of: "CrashBatch") {
-                if case .int(let batch)? = snapshot.value(forKey: "batch", in: entity) {
+                if case .int(let batch)? = snapshot.value(forKey: "batch", in: entity),
+                    case .int(let index)? = snapshot.value(forKey: "index", in: entity)
+                {
                     rows[Int(batch), default: 0] += 1
+                    let expected = Self.blob(Int(batch), Int(index))
+                    if snapshot.value(forKey: "blob", in: entity) != .data(expected) {
+                        badBlobs.append("\(batch)/\(index)")
+                    }
+                    if !expected.isEmpty { nonEmptyBlobs += 1 }
                 }
             }
             store.close()
+            // Every external value came back whole, and opening removed the files of saves
+            // that were killed before their commit.
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.storeURL.path + ".blobs")) ?? []
+            #expect(badBlobs.isEmpty, "seed \(seed), round \(round): wrong external values: \(badBlobs.prefix(5))")
+            #expect(
+                files.count == nonEmptyBlobs,
+                "seed \(seed), round \(round): \(files.count) files, \(nonEmptyBlobs) values")
             let missing = acknowledged.filter { rows[$0] == nil }
             let partial = rows.filter { $0.value != Self.batchSize($0.key) }
             #expect(missing.isEmpty, "seed \(seed), round \(round): acknowledged batches missing: \(missing.sorted())")

@@ -279,7 +279,8 @@ enum JSONDocument {
             throw .corrupt("nextPrimaryKey must be an integer of at least 1")
         }
         let stored = try readSchema(top["schema"] ?? .null)
-        if let difference = stored.difference(from: LogSchemaDescription(schema)) {
+        // The JSON store keeps external-storage values inline: that flag is not part of its schema.
+        if let difference = stored.difference(from: LogSchemaDescription(schema).withoutExternalFlags) {
             throw Problem(.schemaMismatch, "the schema does not match the store's: \(difference)")
         }
 
