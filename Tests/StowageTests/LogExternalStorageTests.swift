@@ -25,6 +25,15 @@ struct LogExternalStorageTests {
             for: schema, configurations: [configuration(url, fileSystem: fileSystem, version: version)])
     }
 
+    /// Saves `photos` into a new store at `url` and closes it.
+    static func write(_ photos: [Photo], to url: URL, version: UInt16 = 2) throws {
+        let container = try container(url, version: version)
+        let context = ModelContext(container)
+        for photo in photos { context.insert(photo) }
+        try context.save()
+        try store(container).close()
+    }
+
     static func store(_ container: ModelContainer) throws -> LogStore {
         try #require(container.storesForTesting.first as? LogStore)
     }
@@ -114,13 +123,7 @@ struct LogExternalStorageTests {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let url = directory.storeURL
-        do {
-            let container = try Self.container(url)
-            let context = ModelContext(container)
-            context.insert(Photo(title: "Kept", bytes: Self.payload(6)))
-            try context.save()
-            try Self.store(container).close()
-        }
+        try Self.write([Photo(title: "Kept", bytes: Self.payload(6))], to: url)
         // What a save that crashed after writing its file but before its commit leaves.
         let orphan = url.path + ".blobs/0-99-2-7"
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: orphan))
@@ -137,13 +140,7 @@ struct LogExternalStorageTests {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let url = directory.storeURL
-        do {
-            let container = try Self.container(url)
-            let context = ModelContext(container)
-            context.insert(Photo(title: "P", bytes: Self.payload(7)))
-            try context.save()
-            try Self.store(container).close()
-        }
+        try Self.write([Photo(title: "P", bytes: Self.payload(7))], to: url)
         let name = try #require(Self.blobs(url).first)
         let file = URL(fileURLWithPath: url.path + ".blobs/" + name)
         switch damage {
@@ -196,13 +193,7 @@ struct LogExternalStorageTests {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let url = directory.storeURL
-        do {
-            let container = try Self.container(url, version: 1)
-            let context = ModelContext(container)
-            context.insert(Photo(title: "Old", bytes: Self.payload(10)))
-            try context.save()
-            try Self.store(container).close()
-        }
+        try Self.write([Photo(title: "Old", bytes: Self.payload(10))], to: url, version: 1)
         let old = try Data(contentsOf: url)
         #expect(old[8] == 1)
         #expect(Self.contains(old, Self.payload(10)))  // version 1 keeps the bytes inline
