@@ -123,4 +123,26 @@ struct PlannerTests {
         #expect(try context.fetch(skipped).isEmpty)
         #expect(try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.email == wanted })) == 1)
     }
+
+    /// An update that leaves an indexed value alone skips its index entry; one that changes
+    /// only a string's Unicode form (equal to Swift, different bytes to an index key) must not.
+    @Test func updatesKeepIndexEntriesInStepWithTheValues() throws {
+        let precomposed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        #expect(precomposed == decomposed)
+        let chore = Chore(seq: 1, title: precomposed, priority: 2, isCompleted: false, dueDate: nil)
+        context.insert(chore)
+        try context.save()
+        chore.priority = 3  // the title's index entry stays as it is
+        try context.save()
+        chore.title = decomposed
+        try context.save()
+        let fresh = ModelContext(context.container)
+        let byTitle = FetchDescriptor<Chore>(predicate: #Predicate { $0.title == decomposed })
+        #expect(try fresh.explain(byTitle).hasPrefix("INDEX Chore(title)"))
+        #expect(try fresh.fetch(byTitle).map(\.seq) == [1])
+        let byPriority = FetchDescriptor<Chore>(predicate: #Predicate { $0.priority == 3 })
+        #expect(try fresh.fetch(byPriority).map(\.seq) == [1])
+        #expect(try fresh.fetch(FetchDescriptor<Chore>(predicate: #Predicate { $0.priority == 2 })).isEmpty)
+    }
 }

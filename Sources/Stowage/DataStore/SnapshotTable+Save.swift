@@ -159,12 +159,20 @@ extension SnapshotTable {
             let previous =
                 finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
                 ?? entities[entity.name]?.rows.value(forKey: pk)
-            if let previous, !entity.uniquenessConstraints.isEmpty { release(entity, uniqueKeys(entity, previous)) }
-            let keys = uniqueKeys(entity, snapshot)
-            for (i, key) in keys.enumerated() {
-                if let existing = owner(entity, i, key), existing != pk { throw violation(entity, i, snapshot) }
+            if !entity.uniquenessConstraints.isEmpty {
+                let keys = uniqueKeys(entity, snapshot)
+                // Unchanged unique values stay this record's: nothing to release or claim.
+                let oldKeys = previous.map { uniqueKeys(entity, $0) }
+                if oldKeys != keys {
+                    if let oldKeys { release(entity, oldKeys) }
+                    for (i, key) in keys.enumerated() {
+                        if let existing = owner(entity, i, key), existing != pk {
+                            throw violation(entity, i, snapshot)
+                        }
+                    }
+                    claim(entity, keys, pk)
+                }
             }
-            if !keys.isEmpty { claim(entity, keys, pk) }
             let isInsert = finalValues[id]?.isInsert ?? false
             if finalValues.updateValue((entity, pk, snapshot.values, isInsert), forKey: id) == nil {
                 writeOrder.append(id)
@@ -213,6 +221,15 @@ extension SnapshotTable {
             guard switchTo(name) else { continue }
             let old = current.rows.updateValue(snapshot, forKey: key)
             for i in current.indexes.indices {
+                // An update that leaves the indexed values alone leaves the entry alone.
+                if let old,
+                    current.indexes[i].columns.allSatisfy({ column in
+                        column < old.values.count && column < snapshot.values.count
+                            && Self.sameIndexKey(old.values[column], snapshot.values[column])
+                    })
+                {
+                    continue
+                }
                 let newKey = current.indexes[i].entryKey(snapshot, primaryKey: key)
                 if let old {
                     let oldKey = current.indexes[i].entryKey(old, primaryKey: key)
@@ -226,6 +243,17 @@ extension SnapshotTable {
         }
         if let currentName { entities[currentName] = current }
         nextPrimaryKey = Swift.max(nextPrimaryKey, prepared.nextPrimaryKey)
+    }
+
+    /// Whether two values certainly encode to the same index key component. Stricter than
+    /// `==`: strings compare by their UTF-8 bytes (index keys do not normalize, `==` does),
+    /// and decimals and anything nested are never taken as the same.
+    static func sameIndexKey(_ a: SnapshotValue, _ b: SnapshotValue) -> Bool {
+        switch (a, b) {
+        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.decimal, _), (.array, _), (.object, _), (.url, _): return false
+        default: return a == b
+        }
     }
 
     /// Removes every record.
