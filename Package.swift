@@ -105,6 +105,7 @@ let package = Package(
         ),
         .testTarget(name: "BTreeTests", dependencies: ["BTree"]),
         .testTarget(name: "IndexKeyTests", dependencies: ["IndexKey"]),
+        .testTarget(name: "BenchmarkTests", dependencies: [], path: "Tests/BenchmarkTests"),
         .testTarget(
             name: "StowageTests",
             dependencies: ["Stowage", "StowageTestSupport"]

@@ -18,14 +18,23 @@ final class SQLitePeer {
     private var statements: [String: OpaquePointer] = [:]
 
     /// Creates the table in a new database at `path`, or, with `reopen`, opens the one there.
-    init(path: String, synchronous: String, reopen: Bool = false) throws {
+    /// `path` `:memory:` is an in-memory database (no journal pragmas); otherwise the
+    /// database runs in WAL mode with `synchronous`. Either way the page cache may grow to
+    /// `cacheMiB` (0: SQLite's default, 2 MiB).
+    init(path: String, synchronous: String?, cacheMiB: Int, reopen: Bool = false) throws {
         self.path = path
-        if !reopen {
+        let inMemory = path == ":memory:"
+        if !reopen && !inMemory {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
         guard sqlite3_open(path, &db) == SQLITE_OK else { throw Failure.sqlite("cannot open \(path)") }
-        try exec("PRAGMA journal_mode=WAL")
-        try exec("PRAGMA synchronous=\(synchronous)")
+        if !inMemory {
+            try exec("PRAGMA journal_mode=WAL")
+            try exec("PRAGMA synchronous=\(synchronous ?? "FULL")")
+        }
+        // An in-memory database keeps every page whatever the limit, but past the limit its
+        // page cache looks for pages to recycle on every new page, so it gets the limit too.
+        if cacheMiB > 0 { try exec("PRAGMA cache_size=-\(cacheMiB * 1024)") }
         if reopen { return }
         try exec(
             "CREATE TABLE trip (pk INTEGER PRIMARY KEY, id BLOB NOT NULL UNIQUE, destination TEXT NOT NULL, "
@@ -89,7 +98,9 @@ final class SQLitePeer {
             sqlite3_bind_double(s, 5, row.budget)
             sqlite3_bind_int(s, 6, row.flag ? 1 : 0)
             sqlite3_bind_text(s, 7, row.note, -1, Self.transient)
-            guard sqlite3_step(s) == SQLITE_DONE else { throw Failure.sqlite("insert failed") }
+            guard sqlite3_step(s) == SQLITE_DONE else {
+                throw Failure.sqlite("insert failed: \(String(cString: sqlite3_errmsg(db)))")
+            }
         }
         try exec("COMMIT")
     }
@@ -132,6 +143,17 @@ final class SQLitePeer {
         sqlite3_bind_double(s, 1, date.timeIntervalSinceReferenceDate)
         sqlite3_bind_int(s, 2, Int32(limit))
         return rows(s)
+    }
+
+    /// Steps through every row, reading each into a `TripRow` and handing it to `body`.
+    func enumerateAll(_ body: (TripRow) -> Void) throws {
+        let s = try statement("SELECT \(Self.columns) FROM trip")
+        while true {
+            let status = sqlite3_step(s)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else { throw Failure.sqlite("enumerate failed: \(status)") }
+            body(read(s))
+        }
     }
 
     func countUnindexed(budgetAbove: Double) throws -> Int {

@@ -42,22 +42,27 @@ struct Workload {
     let rangeStarts: [Date]
     /// Every tenth row, whose budget the update phase raises by 1.
     let updates: [TripRow]
-    /// 1000 more rows, for the single-row saves.
+    /// More rows, for the single-row saves (1000 by default).
     let singles: [TripRow]
     /// The destinations the batch delete removes (10 of 100).
     let doomedDestinations: [String]
 
-    init(count: Int, seed: UInt64, singleSaves: Int = 1000) {
+    init(_ shape: WorkloadShape) {
+        let count = shape.n
+        let seed = shape.seed
         var rng = SplitMix(seed: seed)
         destinations = (0..<100).map { "Destination \($0)" }
         let base = Date(timeIntervalSinceReferenceDate: 800_000_000)
-        // STOWAGE_BENCH_RANDOM_NOTES=1: notes of random letters, which LZ4 cannot shrink much.
-        let randomNotes = ProcessInfo.processInfo.environment["STOWAGE_BENCH_RANDOM_NOTES"] != nil
+        // Notes of random letters by default, which LZ4 cannot shrink much; `--uniform-notes`
+        // repeats one letter, which flatters a compressing store's bytes on disk.
+        let randomNotes = shape.randomNotes
         var noteRNG = SplitMix(seed: seed ^ 0x4E0735)
-        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        let letters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
         func makeNote() -> String {
             guard randomNotes else { return String(repeating: "n", count: 100) }
-            return String((0..<100).map { _ in letters[Int(noteRNG.next() % UInt64(letters.count))] })
+            var bytes = [UInt8](repeating: 0, count: 100)
+            for i in 0..<100 { bytes[i] = letters[Int(noteRNG.next() % UInt64(letters.count))] }
+            return String(decoding: bytes, as: UTF8.self)
         }
         let rows: [TripRow] = (0..<count).map { i in
             var bytes = (rng.next(), rng.next())
@@ -70,10 +75,10 @@ struct Workload {
                 budget: Double(rng.next() % 10_000) / 10, flag: rng.next() % 2 == 0, note: makeNote())
         }
         self.rows = rows
-        lookupIDs = (0..<10_000).map { _ in rows[Int(rng.next() % UInt64(count))].id }
-        rangeStarts = (0..<1000).map { _ in base.addingTimeInterval(Double(rng.next() % 31_536_000)) }
+        lookupIDs = (0..<shape.pointFetches).map { _ in rows[Int(rng.next() % UInt64(count))].id }
+        rangeStarts = (0..<shape.rangeFetches).map { _ in base.addingTimeInterval(Double(rng.next() % 31_536_000)) }
         updates = stride(from: 0, to: count, by: 10).map { rows[$0] }
-        singles = (0..<singleSaves).map { i in
+        singles = (0..<shape.singleSaves).map { i in
             var bytes = (rng.next(), rng.next())
             let id = withUnsafeBytes(of: &bytes) { raw in UUID(uuid: raw.load(as: uuid_t.self)) }
             return TripRow(

@@ -1,0 +1,478 @@
+import CSQLite
+import Foundation
+import Stowage
+
+// One cell: one side (a Stowage store or an SQLite peer) at one workload shape, a warm-up
+// run and then `runs` timed runs, in a process of its own. It prints one JSON line.
+
+/// The phases, in the order they run. `open` is part of `reopen`, shown on its own.
+enum PhaseKey: String, CaseIterable, Codable, Sendable {
+    case insert, point, equality, range, count, enumerate, update, singles, delete, reopen, open
+
+    /// A short name for charts and progress lines.
+    var short: String {
+        switch self {
+        case .insert: "insert"
+        case .point: "point fetch by id"
+        case .equality: "equality fetch"
+        case .range: "range fetch, sorted, limit 20"
+        case .count: "count, unindexed predicate"
+        case .enumerate: "full enumerate, batchSize"
+        case .update: "update 10%, saves of 1000"
+        case .singles: "single-row saves"
+        case .delete: "batch delete 10%"
+        case .reopen: "close, reopen and count"
+        case .open: "of which open and count"
+        }
+    }
+
+    /// What one operation is, for ops/s.
+    var unit: String {
+        switch self {
+        case .insert, .enumerate, .update, .delete: "rows"
+        case .point, .equality, .range: "fetches"
+        case .count: "counts"
+        case .singles: "saves"
+        case .reopen, .open: "opens"
+        }
+    }
+
+    /// Phases that only a store with a file has.
+    var needsFile: Bool { self == .reopen || self == .open }
+}
+
+/// The enumerate phase's batch size.
+let enumerateBatchSize = 5000
+
+struct PhaseSamples: Codable, Sendable {
+    var key: PhaseKey
+    var title: String
+    var operations: Int
+    var seconds: [Double]
+}
+
+/// What a child prints: every sample of one side.
+struct CellResult: Codable, Sendable {
+    var spec: CellSpec
+    var phases: [PhaseSamples]
+    /// Per timed run; empty for a side with no file.
+    var bytesOnDisk: [Int64]
+    /// `VmHWM` at the end: the process's peak, warm-up and every run included.
+    var peakRSSBytes: Int64
+    /// `VmRSS` after the rows were generated and before any store existed.
+    var baselineRSSBytes: Int64
+    var wallSeconds: Double
+
+    func samples(_ key: PhaseKey) -> PhaseSamples? { phases.first { $0.key == key } }
+}
+
+/// Seconds taken by `body`.
+func time(_ body: () throws -> Void) rethrows -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// A field of `/proc/self/status` in bytes (`VmHWM`, `VmRSS`), or 0.
+func procStatusBytes(_ field: String) -> Int64 {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix(field + ":") {
+        let kb = line.split(separator: " ").dropFirst().first.flatMap { Int64($0) } ?? 0
+        return kb * 1024
+    }
+    return 0
+}
+
+func progress(_ text: String) {
+    FileHandle.standardError.write(Data(text.utf8))
+}
+
+/// Runs one cell and collects its samples.
+final class CellRunner {
+    let spec: CellSpec
+    let workload: Workload
+    let directory: URL
+    let expectedDeleted: Int
+    let expectedFinalCount: Int
+    private var phases: [PhaseSamples] = []
+    private var bytesOnDisk: [Int64] = []
+    private let label: String
+
+    init(spec: CellSpec) throws {
+        self.spec = spec
+        workload = Workload(spec.shape)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stowage-bench-\(getpid())-\(spec.system)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let doomed = Set(workload.doomedDestinations)
+        expectedDeleted = (workload.rows + workload.singles).filter { doomed.contains($0.destination) }.count
+        expectedFinalCount = workload.rows.count + workload.singles.count - expectedDeleted
+        label = "\(spec.system) N=\(spec.shape.n)"
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    func title(_ key: PhaseKey) -> String {
+        let shape = spec.shape
+        return switch key {
+        case .insert: "insert \(shape.n) in one save"
+        case .point: "\(shape.pointFetches) point fetches by id"
+        case .equality: "equality fetch on destination (x\(workload.destinations.count), \(shape.n) rows in all)"
+        case .range: "\(shape.rangeFetches) range fetches, sorted, limit 20"
+        case .count: "count, unindexed predicate (x10)"
+        case .enumerate: "full enumerate (\(shape.n) rows), batchSize \(enumerateBatchSize)"
+        case .update: "update \(workload.updates.count) rows (10%) in saves of 1000"
+        case .singles: "\(workload.singles.count) single-row saves"
+        case .delete: "batch delete of 10 destinations (\(expectedDeleted) rows)"
+        case .reopen: "close, reopen and count"
+        case .open: "of which open and count"
+        }
+    }
+
+    func operations(_ key: PhaseKey) -> Int {
+        switch key {
+        case .insert, .enumerate: spec.shape.n
+        case .point: workload.lookupIDs.count
+        case .equality: workload.destinations.count
+        case .range: workload.rangeStarts.count
+        case .count: 10
+        case .update: workload.updates.count
+        case .singles: workload.singles.count
+        case .delete: expectedDeleted
+        case .reopen, .open: 1
+        }
+    }
+
+    /// Times `body` as phase `key`; records it when `record` is set.
+    func phase(_ key: PhaseKey, record: Bool, _ body: () throws -> Void) throws {
+        progress(" \(key.rawValue)")
+        let seconds = try time(body)
+        if record { self.record(key, seconds) }
+    }
+
+    func record(_ key: PhaseKey, _ seconds: Double) {
+        if let index = phases.firstIndex(where: { $0.key == key }) {
+            phases[index].seconds.append(seconds)
+        } else {
+            phases.append(PhaseSamples(key: key, title: title(key), operations: operations(key), seconds: [seconds]))
+        }
+    }
+
+    func run() throws -> CellResult {
+        let baseline = procStatusBytes("VmRSS")
+        let start = DispatchTime.now().uptimeNanoseconds
+        for run in 0...spec.runs {
+            if spec.lockstep {
+                guard readLine() != nil else { throw BenchError("the parent closed standard input") }
+            }
+            let runStart = DispatchTime.now().uptimeNanoseconds
+            progress("    \(label) \(run == 0 ? "warm-up" : "run \(run)/\(spec.runs)"):")
+            if let store = spec.store {
+                try runStowage(store, run: run, record: run > 0)
+            } else if let peer = spec.peer {
+                try runSQLite(peer, run: run, record: run > 0)
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - runStart) / 1e9
+            progress(String(format: " (%.1f s)\n", seconds))
+            if spec.lockstep {
+                print("ran \(run)")
+                fflush(nil)
+            }
+        }
+        return CellResult(
+            spec: spec, phases: phases, bytesOnDisk: bytesOnDisk, peakRSSBytes: procStatusBytes("VmHWM"),
+            baselineRSSBytes: baseline, wallSeconds: Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+
+    // MARK: Stowage
+
+    func storeURL(run: Int) -> URL { directory.appendingPathComponent("run\(run).store") }
+
+    func makeContainer(_ store: StoreKind, run: Int) throws -> ModelContainer {
+        switch store {
+        case .memory:
+            return try ModelContainer(for: Trip.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        case .json:
+            let configuration = JSONStoreConfiguration(
+                name: "bench", schema: Schema([Trip.self]), fileURL: storeURL(run: run))
+            return try ModelContainer(for: [Trip.self], configurations: [configuration])
+        case .logFull, .logRelaxed:
+            let configuration = LogStoreConfiguration(
+                name: "bench", schema: Schema([Trip.self]), url: storeURL(run: run),
+                durability: store == .logFull ? .full : .relaxed)
+            return try ModelContainer(for: [Trip.self], configurations: [configuration])
+        }
+    }
+
+    func makeTrip(_ row: TripRow) -> Trip {
+        Trip(
+            id: row.id, destination: row.destination, startDate: row.startDate, budget: row.budget, flag: row.flag,
+            note: row.note)
+    }
+
+    /// Every phase up to the reopen, on one container. Its contexts and models are gone when it returns.
+    func stowagePhases(_ container: ModelContainer, record: Bool) throws {
+        let writer = ModelContext(container)
+        var inserted: [Trip] = []
+        inserted.reserveCapacity(workload.rows.count)
+        try phase(.insert, record: record) {
+            for row in workload.rows {
+                let trip = makeTrip(row)
+                writer.insert(trip)
+                inserted.append(trip)
+            }
+            try writer.save()
+        }
+        // The identifiers play the part of SQLite's integer primary key in the update phase.
+        let updateIDs = stride(from: 0, to: inserted.count, by: 10).map { inserted[$0].persistentModelID }
+        guard updateIDs.allSatisfy({ !$0.isTemporary }), updateIDs.count == workload.updates.count else {
+            throw BenchError("the insert left temporary identifiers")
+        }
+        inserted = []
+
+        let reader = ModelContext(container)
+        var found = 0
+        try phase(.point, record: record) {
+            for id in workload.lookupIDs {
+                var descriptor = FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })
+                descriptor.fetchLimit = 1
+                found += try reader.fetch(descriptor).count
+            }
+        }
+        guard found == workload.lookupIDs.count else { throw BenchError("point fetches found \(found)") }
+
+        let equalityReader = ModelContext(container)
+        var equalityRows = 0
+        try phase(.equality, record: record) {
+            for destination in workload.destinations {
+                equalityRows += try equalityReader.fetch(
+                    FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination })
+                ).count
+            }
+        }
+        guard equalityRows == workload.rows.count else { throw BenchError("equality fetches found \(equalityRows)") }
+
+        let rangeReader = ModelContext(container)
+        var rangeRows = 0
+        try phase(.range, record: record) {
+            for start in workload.rangeStarts {
+                var descriptor = FetchDescriptor<Trip>(
+                    predicate: #Predicate { $0.startDate > start }, sortBy: [SortDescriptor(\.startDate)])
+                descriptor.fetchLimit = 20
+                rangeRows += try rangeReader.fetch(descriptor).count
+            }
+        }
+
+        let counter = ModelContext(container)
+        var counted = 0
+        try phase(.count, record: record) {
+            for i in 0..<10 {
+                let threshold = Double(i * 100)
+                counted += try counter.fetchCount(
+                    FetchDescriptor<Trip>(predicate: #Predicate { $0.budget > threshold && $0.flag == false }))
+            }
+        }
+
+        let enumerator = ModelContext(container)
+        var enumerated = 0
+        var budgets = 0.0
+        var noteBytes = 0
+        try phase(.enumerate, record: record) {
+            try enumerator.enumerate(FetchDescriptor<Trip>(), batchSize: enumerateBatchSize) { trip in
+                enumerated += 1
+                budgets += trip.budget
+                noteBytes &+= trip.note.utf8.count
+            }
+        }
+        guard enumerated == workload.rows.count, noteBytes == 100 * enumerated else {
+            throw BenchError("enumerate saw \(enumerated) rows, \(noteBytes) note bytes")
+        }
+
+        let updater = ModelContext(container)
+        try phase(.update, record: record) {
+            var start = 0
+            while start < updateIDs.count {
+                let end = min(start + 1000, updateIDs.count)
+                for i in start..<end {
+                    guard let trip = try updater.existingModel(for: updateIDs[i]) as? Trip else {
+                        throw BenchError("not a Trip")
+                    }
+                    trip.budget = workload.updates[i].budget + 1
+                }
+                try updater.save()
+                start = end
+            }
+        }
+
+        let single = ModelContext(container)
+        try phase(.singles, record: record) {
+            for row in workload.singles {
+                single.insert(makeTrip(row))
+                try single.save()
+            }
+        }
+
+        let deleter = ModelContext(container)
+        let doomed = workload.doomedDestinations
+        var deleted = 0
+        try phase(.delete, record: record) {
+            try deleter.delete(model: Trip.self, where: #Predicate { doomed.contains($0.destination) })
+            deleted = deleter.deletedModelsArray.count
+            try deleter.save()
+        }
+        guard deleted == expectedDeleted else { throw BenchError("deleted \(deleted), expected \(expectedDeleted)") }
+        checksum = checksum &+ counted &+ rangeRows &+ Int(budgets)
+    }
+
+    func runStowage(_ store: StoreKind, run: Int, record: Bool) throws {
+        let url = storeURL(run: run)
+        defer {
+            for suffix in ["", ".lock", ".tmp"] {
+                try? FileManager.default.removeItem(atPath: url.path + suffix)
+            }
+        }
+        var container: ModelContainer? = try makeContainer(store, run: run)
+        if let container { try stowagePhases(container, record: record) }
+        guard store.persists else {
+            // Nothing to reopen: the memory store's records go with its container.
+            container = nil
+            return
+        }
+        var reopenedCount = 0
+        progress(" reopen")
+        // Dropping the container closes the store: it must release its lock, or the open below fails.
+        let close = time { container = nil }
+        let open = try time {
+            let again = try makeContainer(store, run: run)
+            reopenedCount = try ModelContext(again).fetchCount(FetchDescriptor<Trip>())
+            container = again
+        }
+        guard reopenedCount == expectedFinalCount else {
+            throw BenchError("reopened \(reopenedCount), expected \(expectedFinalCount)")
+        }
+        container = nil
+        let size = try directoryBytes()
+        if record {
+            self.record(.reopen, close + open)
+            self.record(.open, open)
+            bytesOnDisk.append(size)
+        }
+    }
+
+    /// The bytes of every file in this cell's directory: the store and its lock file (only
+    /// the current run's files exist; each run removes its own).
+    func directoryBytes() throws -> Int64 {
+        var total: Int64 = 0
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
+            let attributes = try FileManager.default.attributesOfItem(
+                atPath: directory.appendingPathComponent(name).path)
+            total += (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        }
+        return total
+    }
+
+    // MARK: SQLite
+
+    func runSQLite(_ kind: PeerKind, run: Int, record: Bool) throws {
+        let path = kind.persists ? directory.appendingPathComponent("peer\(run).sqlite").path : ":memory:"
+        defer {
+            if kind.persists {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            }
+        }
+        let cache = spec.sqliteCacheMiB
+        var peer = try SQLitePeer(path: path, synchronous: kind.synchronous, cacheMiB: cache)
+        try phase(.insert, record: record) { try peer.insert(workload.rows) }
+
+        var found = 0
+        try phase(.point, record: record) {
+            for id in workload.lookupIDs where try peer.fetch(id: id) != nil { found += 1 }
+        }
+        guard found == workload.lookupIDs.count else { throw BenchError("SQLite point fetches found \(found)") }
+
+        var equalityRows = 0
+        try phase(.equality, record: record) {
+            for destination in workload.destinations {
+                equalityRows += try peer.fetch(destination: destination).count
+            }
+        }
+        guard equalityRows == workload.rows.count else {
+            throw BenchError("SQLite equality fetches found \(equalityRows)")
+        }
+
+        var rangeRows = 0
+        try phase(.range, record: record) {
+            for start in workload.rangeStarts { rangeRows += try peer.fetch(after: start, limit: 20).count }
+        }
+
+        var counted = 0
+        try phase(.count, record: record) {
+            for i in 0..<10 { counted += try peer.countUnindexed(budgetAbove: Double(i * 100)) }
+        }
+
+        var enumerated = 0
+        var budgets = 0.0
+        var noteBytes = 0
+        try phase(.enumerate, record: record) {
+            try peer.enumerateAll { row in
+                enumerated += 1
+                budgets += row.budget
+                noteBytes &+= row.note.utf8.count
+            }
+        }
+        guard enumerated == workload.rows.count, noteBytes == 100 * enumerated else {
+            throw BenchError("SQLite enumerate saw \(enumerated) rows, \(noteBytes) note bytes")
+        }
+
+        try phase(.update, record: record) { try peer.updateBudgets(workload.updates, batch: 1000) }
+        try phase(.singles, record: record) {
+            for row in workload.singles { try peer.insertOne(row) }
+        }
+        var deleted = 0
+        try phase(.delete, record: record) { deleted = try peer.delete(destinations: workload.doomedDestinations) }
+        guard deleted == expectedDeleted else {
+            throw BenchError("SQLite deleted \(deleted), expected \(expectedDeleted)")
+        }
+        checksum = checksum &+ counted &+ rangeRows &+ Int(budgets)
+        guard kind.persists else {
+            peer.close()
+            return
+        }
+        var reopenedCount = 0
+        progress(" reopen")
+        let close = time { peer.close() }
+        let open = try time {
+            peer = try SQLitePeer(path: path, synchronous: kind.synchronous, cacheMiB: cache, reopen: true)
+            reopenedCount = try peer.count()
+        }
+        guard reopenedCount == expectedFinalCount else {
+            throw BenchError("SQLite reopened \(reopenedCount), expected \(expectedFinalCount)")
+        }
+        let size = try peer.bytesOnDisk()
+        peer.close()
+        if record {
+            self.record(.reopen, close + open)
+            self.record(.open, open)
+            bytesOnDisk.append(size)
+        }
+    }
+}
+
+/// Folded into by every phase so that no result goes unused.
+nonisolated(unsafe) var checksum = 0
+
+/// The child's entry point: runs the cell and prints its result as one JSON line.
+func runCell(_ spec: CellSpec) -> Int32 {
+    do {
+        let runner = try CellRunner(spec: spec)
+        let result = try runner.run()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let line = String(decoding: try encoder.encode(result), as: UTF8.self)
+        print(line)
+        return 0
+    } catch {
+        progress("\nstowage-bench: cell \(spec.argument) failed: \(error)\n")
+        return 1
+    }
+}
