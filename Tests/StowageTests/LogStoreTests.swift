@@ -409,8 +409,24 @@ struct LogEncodingTests {
         }
     }
 
+    /// `==`, except that doubles compare by bit pattern (a NaN, at any depth, equals
+    /// itself) and NaN decimals equal each other.
+    static func identical(_ a: SnapshotValue, _ b: SnapshotValue) -> Bool {
+        switch (a, b) {
+        case (.double(let x), .double(let y)): return x.bitPattern == y.bitPattern
+        case (.decimal(let x), .decimal(let y)) where x.isNaN || y.isNaN: return x.isNaN && y.isNaN
+        case (.array(let x), .array(let y)):
+            return x.count == y.count && zip(x, y).allSatisfy { identical($0, $1) }
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && x.allSatisfy { key, value in y[key].map { identical(value, $0) } ?? false }
+        default: return a == b
+        }
+    }
+
     @Test func everyValueCaseRoundTripsThroughTheCodec() throws {
-        let seed = UInt64.random(in: 0...UInt64.max)
+        let seed =
+            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 0...UInt64.max)
         var random = SeededRandom(seed: seed)
         let map = LogEntityMap(storeIdentifier: "log-test", description: LogSchemaDescription(LogTest.schema))
         for _ in 0..<2000 {
@@ -419,12 +435,7 @@ struct LogEncodingTests {
             try LogCodec.encodeValue(value, into: &writer, map: map)
             var reader = LogByteReader(writer.bytes)
             let back = try LogCodec.decodeValue(&reader, map: map, depth: 0)
-            let same: Bool
-            if case .double(let a) = value, case .double(let b) = back {
-                same = a.bitPattern == b.bitPattern
-            } else {
-                same = back == value
-            }
+            let same = Self.identical(value, back)
             #expect(same && reader.isAtEnd, "seed \(seed): \(value) came back as \(back)")
             if !same { break }
         }
