@@ -223,6 +223,7 @@ struct Commands {
                                             ("name", .string(p.name)), ("type", .string(p.typeName)),
                                             ("optional", .bool(p.isOptional)),
                                         ]
+                                        if p.isExternal { members.append(("externalStorage", .bool(true))) }
                                         if let destination = p.destination {
                                             members.append(("destination", .string(destination)))
                                             members.append(("toMany", .bool(p.isToMany)))
@@ -341,6 +342,12 @@ struct Commands {
                         + "length valid to the end")
             }
             c.print("  snapshots: \(Text.count(writes, "write")) checked against the schema")
+            let externalValues = (store.records.values.joined()).reduce(0) { $0 + $1.external.count }
+            if externalValues > 0 {
+                c.print(
+                    "  external values: \(Text.count(externalValues, "file")) in \(store.path).blobs checked "
+                        + "for length and CRC32C")
+            }
         } else if store.damage == nil {
             c.print("  document: parses; every member, record and value checked against its schema")
         }

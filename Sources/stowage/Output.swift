@@ -118,6 +118,7 @@ enum Text {
         if let destination = p.destination {
             text += " (\(p.isToMany ? "to-many" : "to-one") relationship to \(destination))"
         }
+        if p.isExternal { text += " (external storage)" }
         return text
     }
 

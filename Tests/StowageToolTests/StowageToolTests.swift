@@ -8,6 +8,7 @@ struct StowageToolTests {
     static let trips = "Formats/samples/trips-v1.stowlog"
     static let torn = "Formats/samples/trips-v1-torn.stowlog"
     static let json = "Formats/samples/json-v1.json"
+    static let photos = "Formats/samples/photos-v2.stowlog"
 
     @Test func theToolIsBuilt() {
         #expect(FileManager.default.isExecutableFile(atPath: Tool.executable.path), "missing \(Tool.executable.path)")
@@ -50,6 +51,28 @@ struct StowageToolTests {
         try Tool.golden("inspect-torn", ["inspect", Self.torn], status: 1)
         try Tool.golden("inspect-json-store", ["inspect", Self.json], status: 0)
         try Tool.golden("inspect-json-store-json", ["inspect", "--json", Self.json], status: 0)
+    }
+
+    /// Format version 2: external values, their files checked by verify and named by dump.
+    @Test func theVersion2SampleWithExternalValues() throws {
+        try Tool.golden("inspect-photos", ["inspect", Self.photos], status: 0)
+        try Tool.golden("verify-photos", ["verify", Self.photos], status: 0)
+        try Tool.golden("dump-photos", ["dump", Self.photos], status: 0)
+        // A changed external file is damage that verify reports, naming the file.
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = directory.appendingPathComponent("photos-v2.stowlog")
+        try FileManager.default.copyItem(at: Tool.sample("photos-v2.stowlog"), to: copy)
+        try FileManager.default.copyItem(
+            at: Tool.sample("photos-v2.stowlog.blobs"), to: directory.appendingPathComponent("photos-v2.stowlog.blobs"))
+        #expect(try Tool.run(["verify", copy.path]).status == 0)
+        let blob = directory.appendingPathComponent("photos-v2.stowlog.blobs/0-1-2-1")
+        var bytes = try Data(contentsOf: blob)
+        bytes[10] ^= 1
+        try bytes.write(to: blob)
+        let damaged = try Tool.run(["verify", copy.path])
+        #expect(damaged.status == 1)
+        #expect(damaged.stdout.contains("0-1-2-1"), "\(damaged.stdout)")
     }
 
     @Test func inspectJSONIsJSON() throws {

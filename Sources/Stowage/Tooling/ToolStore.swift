@@ -48,6 +48,8 @@ package struct ToolSchema: Sendable, Equatable {
         package var destination: String?
         /// For a relationship: to-many (`true`) or to-one.
         package var isToMany: Bool
+        /// Declared `.externalStorage` (format version 2 records it).
+        package var isExternal: Bool = false
 
         package var isRelationship: Bool { destination != nil }
     }
@@ -76,7 +78,8 @@ package struct ToolSchema: Sendable, Equatable {
                 properties: entity.properties.map { p in
                     Property(
                         name: p.name, typeName: p.typeName, isOptional: p.flags & 1 != 0,
-                        destination: p.flags & 2 != 0 ? (p.destination ?? "") : nil, isToMany: p.flags & 6 == 2)
+                        destination: p.flags & 2 != 0 ? (p.destination ?? "") : nil, isToMany: p.flags & 6 == 2,
+                        isExternal: p.isExternal)
                 },
                 unique: entity.uniqueness, indexes: entity.indices)
         }
