@@ -253,6 +253,9 @@ public final class ModelContext {
         for id in ids where !id.isTemporary {
             if let index = container.storeForEntity[id.entityName] { byStore[index, default: []].append(id) }
         }
+        if byStore.count == 1, let (index, group) = byStore.first {
+            return (try? container.stores[index].snapshots(for: group)) ?? [:]
+        }
         var result: [PersistentIdentifier: DefaultSnapshot] = [:]
         for (index, group) in byStore {
             if let found = try? container.stores[index].snapshots(for: group) {

@@ -61,6 +61,7 @@ public struct SnapshotTable: Sendable {
     /// - Complexity: O(*k* log *n*) for *k* identifiers.
     public func snapshots(for identifiers: [PersistentIdentifier]) -> [PersistentIdentifier: DefaultSnapshot] {
         var result: [PersistentIdentifier: DefaultSnapshot] = [:]
+        result.reserveCapacity(identifiers.count)
         for id in identifiers {
             if let snapshot = snapshot(for: id) { result[id] = snapshot }
         }
@@ -161,6 +162,13 @@ public struct SnapshotTable: Sendable {
                 keys.append(pk)
                 return stop.map { keys.count < $0 } ?? true
             }
+            return windowed(keys, plan).map { identifier(query.entity.name, $0) }
+        }
+        if plan.residual == nil, plan.sort.isEmpty, case .fullScan = plan.access {
+            // Every record in key order: the keys alone, without copying a snapshot.
+            var keys: [Int64] = []
+            keys.reserveCapacity(records.rows.count)
+            for (key, _) in records.rows { keys.append(key) }
             return windowed(keys, plan).map { identifier(query.entity.name, $0) }
         }
         return try run(query, plan).map(\.persistentIdentifier)
