@@ -113,4 +113,46 @@ struct LogCompactionTests {
         #expect(LogTest.tripNames(reopened).contains("Trigger"))
         #expect(reopened.lastRecovery == nil)
     }
+
+    /// Saves from several threads while automatic compactions keep switching the file
+    /// under them: every save lands, each record ends with its last value, and the file
+    /// reopens to the same state.
+    @Test(arguments: [LogStoreConfiguration.Durability.full, .relaxed])
+    func concurrentSavesAcrossAutomaticCompactions(_ durability: LogStoreConfiguration.Durability) async throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        var configuration = LogTest.configuration(directory.storeURL, durability: durability)
+        configuration.automaticCompaction = .init(minimumDeadBytes: 4096, deadFraction: 0.3)
+        let store = try LogStore(configuration, migrationPlan: nil)
+        let workers = 4
+        let rounds = 30
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for worker in 0..<workers {
+                group.addTask {
+                    var ids: [PersistentIdentifier] = []
+                    for i in 0..<5 {
+                        ids.append(
+                            try LogTest.insertTrip(
+                                store, "w\(worker)-\(i)", destination: String(repeating: "x", count: 80)))
+                    }
+                    for round in 1...rounds {
+                        for id in ids { try LogTest.updateBudget(store, id, Double(round)) }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        store.waitForAutomaticCompaction()
+        #expect(store.compactionCount > 0)
+        #expect(store.lastAutomaticCompactionFailure == nil)
+        let entity = store.schema.entitiesByName["Trip"]!
+        let budgets = store.allSnapshots(of: "Trip").map { $0.value(forKey: "budget", in: entity) }
+        #expect(budgets.count == workers * 5)
+        #expect(Set(budgets) == [.double(Double(rounds))])
+        let state = LogTest.state(store)
+        store.close()
+        let reopened = try LogStore(LogTest.configuration(directory.storeURL), migrationPlan: nil)
+        #expect(LogTest.state(reopened) == state)
+        #expect(reopened.lastRecovery == nil)
+    }
 }
