@@ -84,4 +84,64 @@ struct LogReplayTests {
         #expect(!open.isEmpty)
         #expect(try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.email == "p0@x" })) == 1)
     }
+
+    /// The fold at open equals applying every commit to a dictionary, whatever the order
+    /// of keys: ascending inserts, writes below the end, deletes, deletes of keys never
+    /// written, writes after deletes, and external references that follow their version.
+    @Test func theFoldEqualsApplyingEveryCommitInTurn() throws {
+        let seed =
+            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 0...UInt64.max)
+        var random = SeededRandom(seed: seed)
+        for _ in 0..<200 {
+            var replay = LogReplay()
+            var expected: [Int64: (Double, Bool)] = [:]
+            var nextKey: Int64 = 1
+            for transaction in 1...Int.random(in: 1...12, using: &random) {
+                var commit = LogCommit(
+                    transactionID: UInt64(transaction), timestamp: 0, author: nil, nextPrimaryKey: 1, deletes: [],
+                    writes: [])
+                for _ in 0..<Int.random(in: 0...4, using: &random) {
+                    let key = Int64.random(in: 1...(nextKey + 3), using: &random)
+                    commit.deletes.append(("Trip", key))
+                }
+                for _ in 0..<Int.random(in: 0...8, using: &random) {
+                    let key: Int64
+                    if Bool.random(using: &random) {
+                        key = nextKey
+                        nextKey += Int64.random(in: 1...3, using: &random)
+                    } else {
+                        key = Int64.random(in: 1...(nextKey + 3), using: &random)
+                    }
+                    let budget = Double(Int.random(in: 0..<1000, using: &random))
+                    let external = Bool.random(using: &random)
+                    if external {
+                        commit.externalReferences[commit.writes.count] = [
+                            LogExternalReference(
+                                property: 0, transactionID: UInt64(transaction), byteCount: 1, checksum: 0)
+                        ]
+                    }
+                    let snapshot = DefaultSnapshot(
+                        persistentIdentifier: .permanent(entityName: "Trip", storeIdentifier: "s", primaryKey: key),
+                        values: [.double(budget)])
+                    commit.writes.append(("Trip", key, snapshot, true))
+                }
+                for (_, key) in commit.deletes { expected[key] = nil }
+                for (position, write) in commit.writes.enumerated() {
+                    guard case .double(let budget) = write.snapshot.values[0] else { continue }
+                    expected[write.key] = (budget, commit.externalReferences[position] != nil)
+                }
+                replay.add(commit)
+            }
+            replay.finish()
+            let folded = replay.liveForTesting["Trip"] ?? LogReplay.Records()
+            let wantKeys = expected.keys.sorted()
+            #expect(folded.keys == wantKeys, "seed \(seed)")
+            #expect(
+                folded.snapshots.map { $0.values } == wantKeys.map { [.double(expected[$0]!.0)] }, "seed \(seed)")
+            let withReferences = Set((replay.references["Trip"] ?? [:]).keys)
+            #expect(withReferences == Set(wantKeys.filter { expected[$0]!.1 }), "seed \(seed)")
+            if folded.keys != wantKeys { return }
+        }
+    }
 }

@@ -40,6 +40,8 @@ struct LogReplay {
     private var entities: [String: EntityVersions] = [:]
     /// The live records by entity, once ``finish()`` has run.
     private var live: [String: Records] = [:]
+    /// ``live``, for tests.
+    var liveForTesting: [String: Records] { live }
     /// The external references of live records (format version 2), whose value slots
     /// hold `.null` until ``resolveExternalValues(_:)`` reads them.
     private(set) var references: [String: [Int64: [LogExternalReference]]] = [:]
