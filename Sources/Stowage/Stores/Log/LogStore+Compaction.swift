@@ -36,20 +36,24 @@ extension LogStore {
         return Int64((Double(commitBytes) * dead).rounded())
     }
 
-    /// After a save: schedules a background compaction when the dead bytes pass the
-    /// configured threshold and none is scheduled yet.
-    func scheduleCompactionIfDue() {
-        guard let policy = configuration.automaticCompaction else { return }
-        let due = writer.withLock { w -> Bool in
-            guard !w.compactionScheduled, w.unusable == nil else { return false }
-            let dead = Self.deadBytes(w, live: table.withLock { Int64($0.count) })
-            let commitBytes = max(1, w.end - w.dataStart)
-            guard dead >= policy.minimumDeadBytes, Double(dead) >= policy.deadFraction * Double(commitBytes)
-            else { return false }
-            w.compactionScheduled = true
-            return true
+    /// Whether a save that leaves `live` records makes the dead bytes pass the configured
+    /// threshold; if so, marks a compaction scheduled (the caller starts it). Called with
+    /// the writer lock held, from the save itself.
+    func compactionDue(_ w: inout WriterState, live: Int) -> Bool {
+        guard let policy = configuration.automaticCompaction, !w.compactionScheduled, w.unusable == nil else {
+            return false
         }
-        guard due else { return }
+        let dead = Self.deadBytes(w, live: Int64(live))
+        let commitBytes = max(1, w.end - w.dataStart)
+        guard dead >= policy.minimumDeadBytes, Double(dead) >= policy.deadFraction * Double(commitBytes) else {
+            return false
+        }
+        w.compactionScheduled = true
+        return true
+    }
+
+    /// Runs the compaction a save scheduled, on a background thread.
+    func startAutomaticCompaction() {
         DispatchQueue.global(qos: .utility).async { [weak self] in
             self?.compactAutomatically()
         }
@@ -110,9 +114,7 @@ extension LogStore {
                     nextPrimaryKey: source.nextPrimaryKey, deletes: [], writes: writes)
                 // Live external values keep their files; one without a file yet (a
                 // version 1 file being upgraded) gets one now, before the commit.
-                var probe = w
-                probe.external = external
-                let values = try externalValues(of: commit, probe)
+                let values = try externalValues(of: commit, current: external)
                 try externalFiles.write(values.files)
                 created += values.files.map(\.name)
                 for (slot, reference) in values.slots { external[slot] = reference }

@@ -200,11 +200,11 @@ public final class LogStore: DataStore, DataStoreBatching {
     // MARK: Writing
 
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
-        let (prepared, ticket) = try writer.withLock { w in
+        let (prepared, ticket, compact) = try writer.withLock { w in
             try commit(&w, author: request.editingState.author) { try $0.prepare(request) }
         }
+        defer { if compact { startAutomaticCompaction() } }
         if let ticket { try waitUntilDurable(ticket) }
-        scheduleCompactionIfDue()
         return DataStoreSaveChangesResult(
             storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
             snapshotsToReregister: prepared.reregister)
@@ -212,7 +212,7 @@ public final class LogStore: DataStore, DataStoreBatching {
 
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
         var doomed: [PersistentIdentifier] = []
-        let (_, ticket) = try writer.withLock { w in
+        let (_, ticket, compact) = try writer.withLock { w in
             try commit(&w, author: request.editingState.author) { table in
                 let snapshots = try table.fetch(request.query)
                 doomed = snapshots.map(\.persistentIdentifier)
@@ -221,24 +221,26 @@ public final class LogStore: DataStore, DataStoreBatching {
                         editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
             }
         }
+        defer { if compact { startAutomaticCompaction() } }
         if let ticket { try waitUntilDurable(ticket) }
-        scheduleCompactionIfDue()
         return doomed
     }
 
     /// Validates a save, appends its commit record and applies it to the table. Called with
     /// the writer lock held, so the table cannot change in between. With `.full`
     /// durability it returns a ticket to pass to ``waitUntilDurable(_:)`` before the save
-    /// may return; the table change is taken back if that sync fails.
+    /// may return; the table change is taken back if that sync fails. `compact` says that
+    /// the save left enough dead bytes to schedule an automatic compaction, which the
+    /// caller starts once the save is done.
     private func commit(
         _ w: inout WriterState, author: String?, prepare: (SnapshotTable) throws -> SnapshotTable.PreparedSave
-    ) throws -> (SnapshotTable.PreparedSave, ticket: UInt64?) {
+    ) throws -> (SnapshotTable.PreparedSave, ticket: UInt64?, compact: Bool) {
         try checkWritable(w)
         let prepared = try table.withLock { try prepare($0) }
-        if SnapshotTable.isEmpty(prepared) { return (prepared, nil) }
+        if SnapshotTable.isEmpty(prepared) { return (prepared, nil, false) }
         let commit = SnapshotTable.commit(
             prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
-        let external = try externalValues(of: commit, w)
+        let external = try externalValues(of: commit, current: w.external)
         try externalFiles.write(external.files)
         let payload: [UInt8]
         let start = w.end
@@ -255,26 +257,31 @@ public final class LogStore: DataStore, DataStoreBatching {
         w.nextTransactionID += 1
         w.versions += Int64(commit.deletes.count + commit.writes.count)
         guard configuration.durability == .full else {
-            table.withLock { $0.apply(prepared) }
-            return (prepared, nil)
+            let live = table.withLock { table in
+                table.apply(prepared)
+                return table.count
+            }
+            return (prepared, nil, compactionDue(&w, live: live))
         }
-        let (undo, previousKey) = table.withLock { table in
+        let (undo, previousKey, live) = table.withLock { table in
             let undo = table.undo(of: prepared)
             let previousKey = table.nextPrimaryKey
             table.apply(prepared)
-            return (undo, previousKey)
+            return (undo, previousKey, table.count)
         }
         w.appended += 1
         w.pending.append(
             LogPendingSave(sequence: w.appended, start: start, undo: undo, previousNextPrimaryKey: previousKey))
-        return (prepared, w.appended)
+        return (prepared, w.appended, compactionDue(&w, live: live))
     }
 
     /// The external values a commit writes (`Formats/log.md`, "External values"): the
     /// references to encode by write and property position, the new files, and the slots
     /// as they stand after the commit (deletes first, then writes, as replay applies them).
     /// An unchanged value refers to its existing file again.
-    func externalValues(of commit: LogCommit, _ w: WriterState) throws -> (
+    func externalValues(
+        of commit: LogCommit, current: [LogExternalSlot: LogExternalReference]
+    ) throws -> (
         references: [Int: [Int: LogExternalReference]], files: [(name: String, bytes: Data)],
         slots: [(LogExternalSlot, LogExternalReference?)]
     ) {
@@ -296,7 +303,7 @@ public final class LogStore: DataStore, DataStoreBatching {
                     slots.append((slot, nil))
                     continue
                 }
-                if let old = w.external[slot], old.byteCount == UInt64(bytes.count),
+                if let old = current[slot], old.byteCount == UInt64(bytes.count),
                     case .data(let current)? = stored?.values[p], current == bytes
                 {
                     references[position, default: [:]][p] = old
