@@ -74,7 +74,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "LogCrashChild",
-            dependencies: ["Stowage"],
+            dependencies: ["Stowage", "StowageTestSupport"],
             path: "Tests/LogCrashChild"
         ),
         .executableTarget(

@@ -4,6 +4,7 @@
 //                                          printing each acknowledged batch number (after "ready")
 import Foundation
 import Stowage
+import StowageTestSupport
 
 func runJSONSave(_ path: String) throws -> Never {
     let schema = Schema([CrashBatch.self])

@@ -9,33 +9,7 @@
 //                                       "saved <path>"
 import Foundation
 import Stowage
-
-/// One row of a batch. LogCrashTests declares the same model, so both open the same schema.
-@Model
-final class CrashBatch {
-    var batch: Int
-    var index: Int
-    var payload: String
-    /// Kept in a file beside the log (format version 2): the crash test checks those too.
-    @Attribute(.externalStorage) var blob: Data
-
-    init(batch: Int, index: Int, payload: String, blob: Data = Data()) {
-        self.batch = batch
-        self.index = index
-        self.payload = payload
-        self.blob = blob
-    }
-}
-
-/// The rows in batch `n`; LogCrashTests uses the same formula.
-func batchSize(_ n: Int) -> Int { 1 + (n &* 7919) % 40 }
-
-/// The external bytes of row `i` of batch `n` (empty for one row in five); LogCrashTests
-/// uses the same formula.
-func blob(_ n: Int, _ i: Int) -> Data {
-    let count = (n &+ i) % 5 == 0 ? 0 : (n &* 131 &+ i &* 17) % 3000
-    return Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n &+ i) })
-}
+import StowageTestSupport
 
 func say(_ line: String) {
     print(line)
@@ -45,9 +19,11 @@ func say(_ line: String) {
 /// The JSON store rewrites its whole document on every save, so its crash test leaves the
 /// external bytes out to keep its saves quick.
 func insertBatch(_ n: Int, into context: ModelContext, withBlobs: Bool = true) {
-    for i in 0..<batchSize(n) {
-        let payload = String(repeating: "batch \(n) row \(i) ", count: (n &* 31 &+ i) % 12)
-        context.insert(CrashBatch(batch: n, index: i, payload: payload, blob: withBlobs ? blob(n, i) : Data()))
+    for i in 0..<CrashBatch.size(ofBatch: n) {
+        context.insert(
+            CrashBatch(
+                batch: n, index: i, payload: CrashBatch.payload(batch: n, row: i),
+                blob: withBlobs ? CrashBatch.blob(batch: n, row: i) : Data()))
     }
 }
 

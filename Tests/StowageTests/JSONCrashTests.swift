@@ -32,28 +32,9 @@ struct JSONCrashTests {
                 url = JSONTest.freshURL()
                 acknowledged = []
             }
-            let process = Process()
-            process.executableURL = LogCrashTests.child
-            process.arguments = ["json-save", url.path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            var output = Data()
-            if Int.random(in: 0..<5, using: &random) == 0 {
-                usleep(UInt32.random(in: 0...40_000, using: &random))
-            } else {
-                while !String(decoding: output, as: UTF8.self).contains("ready\n") {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    output.append(chunk)
-                }
-                usleep(UInt32.random(in: 0...20_000, using: &random))
-                killedWhileSaving += 1
-            }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            output.append(pipe.fileHandleForReading.readDataToEndOfFile())
-            let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
+            let (lines, whileSaving) = try LogCrashTests.runAndKill(
+                ["json-save", url.path], startUpMicroseconds: 40_000, random: &random)
+            if whileSaving { killedWhileSaving += 1 }
             let failures = lines.filter { $0.hasPrefix("error") }
             #expect(failures.isEmpty, "seed \(seed), round \(round): \(failures)")
             let batches = lines.compactMap { Int($0) }
@@ -72,7 +53,7 @@ struct JSONCrashTests {
                 }
                 store.close()
                 let missing = acknowledged.filter { rows[$0] == nil }
-                let partial = rows.filter { $0.value != LogCrashTests.batchSize($0.key) }
+                let partial = rows.filter { $0.value != CrashBatch.size(ofBatch: $0.key) }
                 #expect(
                     missing.isEmpty, "seed \(seed), round \(round): acknowledged batches missing: \(missing.sorted())")
                 #expect(partial.isEmpty, "seed \(seed), round \(round): partial batches: \(partial)")

@@ -7,37 +7,11 @@ import Testing
     import Glibc
 #endif
 
-/// The child process's model (Tests/LogCrashChild/main.swift declares the same one).
-@Model
-final class CrashBatch {
-    var batch: Int
-    var index: Int
-    var payload: String
-    /// Kept in a file beside the log (format version 2): the crash test checks those too.
-    @Attribute(.externalStorage) var blob: Data
-
-    init(batch: Int, index: Int, payload: String, blob: Data = Data()) {
-        self.batch = batch
-        self.index = index
-        self.payload = payload
-        self.blob = blob
-    }
-}
-
 /// Real processes against the log store: SIGKILL at random moments, and a second process
 /// that finds the store locked.
 @Suite("LogStore crash safety", .serialized)
 struct LogCrashTests {
     static let schema = Schema([CrashBatch.self])
-
-    /// The rows in batch `n`, as the child makes them.
-    static func batchSize(_ n: Int) -> Int { 1 + (n &* 7919) % 40 }
-
-    /// The external bytes of row `i` of batch `n`, as the child makes them.
-    static func blob(_ n: Int, _ i: Int) -> Data {
-        let count = (n &+ i) % 5 == 0 ? 0 : (n &* 131 &+ i &* 17) % 3000
-        return Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n &+ i) })
-    }
 
     /// The child executable, built beside the test bundle.
     static var child: URL {
@@ -56,6 +30,37 @@ struct LogCrashTests {
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Starts the child with `arguments` and SIGKILLs it: one time in five at any moment up
+    /// to `startUpMicroseconds` (start-up, open, replay or recovery), otherwise up to 20 ms
+    /// after it says "ready", while it saves. Returns the lines it printed and whether it
+    /// was killed while saving.
+    static func runAndKill(
+        _ arguments: [String], startUpMicroseconds: UInt32, random: inout SeededRandom
+    ) throws -> (lines: [Substring], whileSaving: Bool) {
+        let process = Process()
+        process.executableURL = child
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        var output = Data()
+        let whileSaving = Int.random(in: 0..<5, using: &random) != 0
+        if whileSaving {
+            while !String(decoding: output, as: UTF8.self).contains("ready\n") {
+                let chunk = pipe.fileHandleForReading.availableData
+                if chunk.isEmpty { break }
+                output.append(chunk)
+            }
+            usleep(UInt32.random(in: 0...20_000, using: &random))
+        } else {
+            usleep(UInt32.random(in: 0...startUpMicroseconds, using: &random))
+        }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        output.append(pipe.fileHandleForReading.readDataToEndOfFile())
+        return (String(decoding: output, as: UTF8.self).split(separator: "\n"), whileSaving)
     }
 
     @Test func theChildIsBuilt() {
@@ -82,7 +87,7 @@ struct LogCrashTests {
         let expected = directory.url.appendingPathComponent("default.store")
         #expect(output == "saved \(expected.path)\n")
         let store = try LogStore(LogStoreConfiguration(schema: Self.schema, url: expected), migrationPlan: nil)
-        #expect(store.recordCount == Self.batchSize(1))
+        #expect(store.recordCount == CrashBatch.size(ofBatch: 1))
     }
 
     @Test func killNineNeverLosesAnAcknowledgedBatchNorLeavesHalfOne() throws {
@@ -102,30 +107,9 @@ struct LogCrashTests {
                 directory = LogTestDirectory.fresh()
                 acknowledged = []
             }
-            let process = Process()
-            process.executableURL = Self.child
-            process.arguments = ["save", directory.storeURL.path]
-            let pipe = Pipe()
-            process.standardOutput = pipe
-            try process.run()
-            var output = Data()
-            if Int.random(in: 0..<5, using: &random) == 0 {
-                // Any moment: during start-up, open, replay or recovery.
-                usleep(UInt32.random(in: 0...60_000, using: &random))
-            } else {
-                // While saving: after the child says it is ready.
-                while !String(decoding: output, as: UTF8.self).contains("ready\n") {
-                    let chunk = pipe.fileHandleForReading.availableData
-                    if chunk.isEmpty { break }
-                    output.append(chunk)
-                }
-                usleep(UInt32.random(in: 0...20_000, using: &random))
-                killedWhileSaving += 1
-            }
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            output.append(pipe.fileHandleForReading.readDataToEndOfFile())
-            let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
+            let (lines, whileSaving) = try Self.runAndKill(
+                ["save", directory.storeURL.path], startUpMicroseconds: 60_000, random: &random)
+            if whileSaving { killedWhileSaving += 1 }
             let failures = lines.filter { $0.hasPrefix("error") }
             #expect(failures.isEmpty, "seed \(seed), round \(round): \(failures)")
             acknowledged.formUnion(lines.compactMap { Int($0) })
@@ -141,7 +125,7 @@ struct LogCrashTests {
                     case .int(let index)? = snapshot.value(forKey: "index", in: entity)
                 {
                     rows[Int(batch), default: 0] += 1
-                    let expected = Self.blob(Int(batch), Int(index))
+                    let expected = CrashBatch.blob(batch: Int(batch), row: Int(index))
                     if snapshot.value(forKey: "blob", in: entity) != .data(expected) {
                         badBlobs.append("\(batch)/\(index)")
                     }
@@ -157,7 +141,7 @@ struct LogCrashTests {
                 files.count == nonEmptyBlobs,
                 "seed \(seed), round \(round): \(files.count) files, \(nonEmptyBlobs) values")
             let missing = acknowledged.filter { rows[$0] == nil }
-            let partial = rows.filter { $0.value != Self.batchSize($0.key) }
+            let partial = rows.filter { $0.value != CrashBatch.size(ofBatch: $0.key) }
             #expect(missing.isEmpty, "seed \(seed), round \(round): acknowledged batches missing: \(missing.sorted())")
             #expect(partial.isEmpty, "seed \(seed), round \(round): partial batches: \(partial)")
             if !missing.isEmpty || !partial.isEmpty { return }
