@@ -66,17 +66,27 @@ enum LogFileScanner {
         var store = ToolStore(
             path: path, format: .log, formatVersion: formatVersion, fileSize: size, schema: nil, storeIdentifier: nil,
             createdAt: nil, nextPrimaryKey: 1, records: [:], log: nil, damage: nil, problems: [])
-        let header: LogFormat.FileHeader
-        switch LogFormat.decodeFileHeader(first, fileSize: size) {
-        case .success(let decoded): header = decoded
+        let preamble: LogPreamble
+        let preambleRead: Result<LogPreamble, LogPreamble.Problem>
+        do {
+            preambleRead = try LogPreamble.read(file.fs, file.fd, fileSize: size)
+        } catch {
+            throw ToolFailure(.io, "\(path): reading the file header failed: \(error)")
+        }
+        switch preambleRead {
+        case .success(let found): preamble = found
         case .failure(.wrongFormat(let reason)):
             throw ToolFailure(.notAStore, "\(path) is not a log store this tool reads: \(reason)")
-        case .failure(.damaged(let reason)):
-            store.damage = ToolProblem(offset: 0, message: "the file header is damaged: \(reason)")
+        case .failure(.damaged(let offset, let reason, let header)):
+            store.damage = ToolProblem(
+                offset: offset, message: header == nil ? "the file header is damaged: \(reason)" : reason)
             store.log = details(
-                formatVersion: formatVersion, salt: 0, generation: 0, dataStart: 0, validLength: 0, size: size)
+                formatVersion: formatVersion, salt: header?.salt ?? 0, generation: header?.generation ?? 0,
+                dataStart: header == nil ? 0 : Int64(LogFormat.fileHeaderSize),
+                validLength: header == nil ? 0 : Int64(LogFormat.fileHeaderSize), size: size)
             return (store, nil)
         }
+        let header = preamble.header
         var log = details(
             formatVersion: formatVersion, salt: header.salt, generation: header.generation,
             dataStart: Int64(LogFormat.fileHeaderSize), validLength: Int64(LogFormat.fileHeaderSize), size: size)
@@ -89,40 +99,12 @@ enum LogFileScanner {
             }
         }
 
-        // The header record: without it nothing else can be read.
-        let headerOffset = Int64(LogFormat.fileHeaderSize)
-        let description: LogSchemaDescription
-        var offset: Int64
-        switch try read(headerOffset) {
-        case .record(.header, let payload, let next):
-            do {
-                let decoded = try LogCodec.decodeHeader(payload, formatVersion: header.version)
-                store.storeIdentifier = decoded.storeIdentifier
-                store.createdAt = decoded.createdAt
-                description = decoded.schema
-            } catch {
-                store.damage = ToolProblem(
-                    offset: headerOffset, message: "the header record at offset 32 does not decode: \(error)")
-                store.log = log
-                return (store, nil)
-            }
-            log.payloadBytes += Int64(payload.count)
-            log.storedPayloadBytes += next - headerOffset - Int64(LogFormat.frameSize)
-            offset = next
-        case .record(let type, _, _):
-            store.damage = ToolProblem(
-                offset: headerOffset, message: "the record at offset 32 is of type \(type), not the header record")
-            store.log = log
-            return (store, nil)
-        case .end:
-            store.damage = ToolProblem(offset: headerOffset, message: "the file ends before its header record")
-            store.log = log
-            return (store, nil)
-        case .damaged(let reason):
-            store.damage = ToolProblem(offset: headerOffset, message: "the header record is damaged: \(reason)")
-            store.log = log
-            return (store, nil)
-        }
+        store.storeIdentifier = preamble.storeIdentifier
+        store.createdAt = preamble.createdAt
+        let description = preamble.schema
+        log.payloadBytes += Int64(preamble.payloadBytes)
+        log.storedPayloadBytes += preamble.storedPayloadBytes
+        var offset = preamble.commitsStart
         let schema = ToolSchema(description)
         let identifier = store.storeIdentifier ?? ""
         store.schema = schema

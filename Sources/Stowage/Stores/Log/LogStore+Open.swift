@@ -112,37 +112,19 @@ extension LogStore {
     ) throws -> Opened {
         let fs = configuration.fileSystem
         let size = try fs.size(fd)
-        let first = try fs.read(fd, count: LogFormat.fileHeaderSize, at: 0)
-        let header: LogFormat.FileHeader
-        switch LogFormat.decodeFileHeader(first, fileSize: size) {
-        case .success(let decoded): header = decoded
+        let preamble: LogPreamble
+        switch try LogPreamble.read(fs, fd, fileSize: size) {
+        case .success(let read): preamble = read
         case .failure(.wrongFormat(let reason)):
             throw DataStoreError(.wrongFormat, "\(path) is not a Stowage log store: \(reason); it was left untouched")
-        case .failure(.damaged(let reason)):
+        case .failure(.damaged(_, let reason, _)):
             throw DataStoreError(.corruptStore, "\(path): \(reason); it was left untouched")
         }
-
-        // The header record: without it nothing in the file can be read.
-        let headerOffset = Int64(LogFormat.fileHeaderSize)
-        let identifier: String
-        let createdAt: Int64
-        let stored: LogSchemaDescription
-        var offset: Int64
-        switch try LogFormat.readRecord(fs, fd, at: headerOffset, fileSize: size, salt: header.salt) {
-        case .record(.header, let payload, let next):
-            do {
-                (identifier, createdAt, stored) = try LogCodec.decodeHeader(payload, formatVersion: header.version)
-            } catch {
-                throw DataStoreError(.corruptStore, "\(path): the header record at offset 32 does not decode: \(error)")
-            }
-            offset = next
-        case .record(let type, _, _):
-            throw DataStoreError(.corruptStore, "\(path): the record at offset 32 is of type \(type), not the header")
-        case .end:
-            throw DataStoreError(.corruptStore, "\(path): the file ends before its header record (offset 32)")
-        case .damaged(let reason):
-            throw DataStoreError(.corruptStore, "\(path): the header record is damaged: \(reason)")
-        }
+        let header = preamble.header
+        let identifier = preamble.storeIdentifier
+        let createdAt = preamble.createdAt
+        let stored = preamble.schema
+        var offset = preamble.commitsStart
         // A version 1 file records no external-storage flags.
         let live = LogSchemaDescription(schema)
         if let difference = stored.difference(from: header.version == 1 ? live.withoutExternalFlags : live) {
