@@ -16,7 +16,7 @@ import Synchronization
 ///   store as they were. Prefer ``LogStore`` for large stores saved often.
 /// - One process at a time: an exclusive `flock` on `<file>.lock`; a second opener gets
 ///   ``DataStoreError/storeLocked``.
-public final class JSONStore: DataStore, DataStoreBatching {
+public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     public let configuration: JSONStoreConfiguration
     public let identifier: String
     public let schema: Schema
@@ -206,6 +206,10 @@ public final class JSONStore: DataStore, DataStoreBatching {
 
     // MARK: DataStore
 
+    public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
+        try table.withLock { try body($0) }
+    }
+
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
         let prepared = try change { try $0.prepare(request) }
         return DataStoreSaveChangesResult(
@@ -235,37 +239,6 @@ public final class JSONStore: DataStore, DataStoreBatching {
             try commit(&w, from: current, to: empty)
         }
     }
-
-    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T> {
-        let snapshots = try table.withLock { try $0.fetch(request.query) }
-        return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
-    }
-
-    public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
-        try table.withLock { try $0.count(request.query) }
-    }
-
-    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
-        -> [PersistentIdentifier]
-    {
-        try table.withLock { try $0.identifiers(request.query) }
-    }
-
-    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
-        table.withLock { $0.plan(request.query).description }
-    }
-
-    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        table.withLock { $0.snapshots(for: identifiers) }
-    }
-
-    /// Every stored record of an entity, in primary-key order.
-    public func allSnapshots(of entityName: String) -> [DefaultSnapshot] {
-        table.withLock { $0.allSnapshots(of: entityName) }
-    }
-
-    /// The number of stored records.
-    public var recordCount: Int { table.withLock { $0.count } }
 
     /// The document the store holds now, as it is (or would be) written.
     public func documentBytes() -> [UInt8] {

@@ -21,7 +21,7 @@ import Synchronization
 /// does, with the log as the durable truth. It writes no checkpoints. Concurrent saves
 /// share syncs (group commit): each appends its record in turn, and one `fdatasync`
 /// covers every record appended before it started.
-public final class LogStore: DataStore, DataStoreBatching {
+public final class LogStore: SnapshotTableStore, DataStoreBatching {
     public let configuration: LogStoreConfiguration
     public let identifier: String
     public let schema: Schema
@@ -166,38 +166,11 @@ public final class LogStore: DataStore, DataStoreBatching {
 
     // MARK: Reading
 
-    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T> {
-        let snapshots = try table.withLock { try $0.fetch(request.query) }
-        return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
-    }
-
-    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
-        table.withLock { $0.plan(request.query).description }
-    }
-
-    public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
-        try table.withLock { try $0.count(request.query) }
-    }
-
-    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
-        -> [PersistentIdentifier]
-    {
-        try table.withLock { try $0.identifiers(request.query) }
-    }
-
-    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        table.withLock { $0.snapshots(for: identifiers) }
-    }
-
-    /// Every stored record of an entity, in primary-key order.
-    public func allSnapshots(of entityName: String) -> [DefaultSnapshot] {
-        table.withLock { $0.allSnapshots(of: entityName) }
-    }
-
-    /// The number of stored records.
-    public var recordCount: Int { table.withLock { $0.count } }
-
     // MARK: Writing
+
+    public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
+        try table.withLock { try body($0) }
+    }
 
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
         let (prepared, ticket, compact) = try writer.withLock { w in

@@ -5,11 +5,11 @@ import Synchronization
 ///
 /// `ModelConfiguration(isStoredInMemoryOnly: true)` opens one. Its records live as long
 /// as the store: every container gets its own, and nothing is written anywhere.
-public final class MemoryStore: DataStore, DataStoreBatching {
+public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
     public let configuration: MemoryStoreConfiguration
     public let identifier: String
     public let schema: Schema
-    private let state: Mutex<SnapshotTable>
+    let table: Mutex<SnapshotTable>
 
     /// Opens an empty in-memory store.
     public init(_ configuration: MemoryStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
@@ -19,34 +19,15 @@ public final class MemoryStore: DataStore, DataStoreBatching {
         self.configuration = configuration
         self.schema = schema
         self.identifier = "memory-" + UUID().uuidString
-        self.state = Mutex(SnapshotTable(schema: schema, storeIdentifier: identifier))
+        self.table = Mutex(SnapshotTable(schema: schema, storeIdentifier: identifier))
     }
 
-    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T> {
-        let snapshots = try state.withLock { try $0.fetch(request.query) }
-        return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
-    }
-
-    public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
-        try state.withLock { try $0.count(request.query) }
-    }
-
-    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
-        -> [PersistentIdentifier]
-    {
-        try state.withLock { try $0.identifiers(request.query) }
-    }
-
-    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
-        state.withLock { $0.plan(request.query).description }
-    }
-
-    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        state.withLock { $0.snapshots(for: identifiers) }
+    public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
+        try table.withLock { try body($0) }
     }
 
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
-        try state.withLock { table in
+        try table.withLock { table in
             let prepared = try table.prepare(request)
             table.apply(prepared)
             return DataStoreSaveChangesResult(
@@ -56,7 +37,7 @@ public final class MemoryStore: DataStore, DataStoreBatching {
     }
 
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
-        try state.withLock { table in
+        try table.withLock { table in
             let doomed = try table.fetch(request.query)
             let save = DataStoreSaveChangesRequest(
                 editingState: request.editingState, inserted: [], updated: [], deleted: doomed)
@@ -66,7 +47,7 @@ public final class MemoryStore: DataStore, DataStoreBatching {
     }
 
     public func erase() throws {
-        state.withLock { $0.removeAll() }
+        table.withLock { $0.removeAll() }
     }
 }
 

@@ -1,0 +1,42 @@
+/// A store that keeps its records in a ``SnapshotTable`` behind a lock, as all of
+/// Stowage's stores do: it gets every read of ``DataStore`` (fetch, count, identifiers,
+/// explain, snapshots by identifier) from the table, and writes its own saves.
+///
+/// Stowage's own addition: SwiftData has no such layer.
+public protocol SnapshotTableStore: DataStore {
+    /// Runs `body` on the table under the store's lock: for reading only.
+    func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R
+}
+
+extension SnapshotTableStore {
+    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T> {
+        let snapshots = try withTable { try $0.fetch(request.query) }
+        return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
+    }
+
+    public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
+        try withTable { try $0.count(request.query) }
+    }
+
+    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
+        -> [PersistentIdentifier]
+    {
+        try withTable { try $0.identifiers(request.query) }
+    }
+
+    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
+        withTable { $0.plan(request.query).description }
+    }
+
+    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
+        withTable { $0.snapshots(for: identifiers) }
+    }
+
+    /// Every stored record of an entity, in primary-key order.
+    public func allSnapshots(of entityName: String) -> [DefaultSnapshot] {
+        withTable { $0.allSnapshots(of: entityName) }
+    }
+
+    /// The number of stored records.
+    public var recordCount: Int { withTable { $0.count } }
+}
