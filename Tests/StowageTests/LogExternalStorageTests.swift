@@ -189,7 +189,9 @@ struct LogExternalStorageTests {
         #expect(photos.map(\.bytes) == [Self.payload(8), Self.payload(9)])
     }
 
-    @Test func aVersionOneFileIsRewrittenAsVersionTwoOnOpen() throws {
+    /// A version 1 file cannot refer to external files: opening rewrites it in the current
+    /// version (3), which can.
+    @Test func aVersionOneFileIsRewrittenInTheCurrentVersionOnOpen() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let url = directory.storeURL
@@ -199,7 +201,7 @@ struct LogExternalStorageTests {
         #expect(Self.contains(old, Self.payload(10)))  // version 1 keeps the bytes inline
         let container = try Self.container(url)
         let new = try Data(contentsOf: url)
-        #expect(new[8] == 2)
+        #expect(new[8] == 3)
         #expect(!Self.contains(new, Self.payload(10)))
         #expect(Self.blobs(url).count == 1)
         let context = ModelContext(container)

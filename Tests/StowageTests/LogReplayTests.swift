@@ -134,7 +134,7 @@ struct LogReplayTests {
                 replay.add(commit)
             }
             replay.finish()
-            let folded = replay.liveForTesting["Trip"] ?? LogReplay.Records()
+            let folded = replay.liveRecords["Trip"] ?? LogReplay.Records()
             let wantKeys = expected.keys.sorted()
             #expect(folded.keys == wantKeys, "seed \(seed)")
             #expect(

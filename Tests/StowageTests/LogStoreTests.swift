@@ -200,7 +200,7 @@ struct LogStoreTests {
         case "sqlite": bytes = Array("SQLite format 3\0".utf8) + [UInt8](repeating: 0, count: 84)
         case "short magic": bytes = Array("STOW".utf8)
         default:
-            var header = Array("STOWLOG\0".utf8) + [3, 0] + [UInt8](repeating: 0, count: 22)
+            var header = Array("STOWLOG\0".utf8) + [9, 0] + [UInt8](repeating: 0, count: 22)
             header += [0, 0, 0, 0]
             bytes = header
         }

@@ -40,8 +40,6 @@ struct LogReplay {
     private var entities: [String: EntityVersions] = [:]
     /// The live records by entity, once ``finish()`` has run.
     private var live: [String: Records] = [:]
-    /// ``live``, for tests.
-    var liveForTesting: [String: Records] { live }
     /// The external references of live records (format version 2), whose value slots
     /// hold `.null` until ``resolveExternalValues(_:)`` reads them.
     private(set) var references: [String: [Int64: [LogExternalReference]]] = [:]
@@ -131,10 +129,16 @@ struct LogReplay {
         }
     }
 
-    /// The table holding every live record, with its indexes.
-    func table(schema: Schema, storeIdentifier: String) -> SnapshotTable {
+    /// The live records by entity, once ``finish()`` has run.
+    var liveRecords: [String: Records] { live }
+
+    /// The table holding every live record, with its indexes: taken from `indexEntries`
+    /// (a checkpoint's, already checked against the records) where given, else computed.
+    func table(
+        schema: Schema, storeIdentifier: String, indexEntries: [String: [LogCheckpoint.Entries]] = [:]
+    ) -> SnapshotTable {
         var table = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
-        table.bulkLoad(sorted: live)
+        table.bulkLoad(sorted: live, indexEntries: indexEntries)
         table.nextPrimaryKey = max(table.nextPrimaryKey, nextPrimaryKey)
         return table
     }
@@ -153,8 +157,12 @@ extension SnapshotTable {
     /// Fills empty entities' primary-key trees and indexes from live records in ascending
     /// key order, by bulk loading sorted entries. The indexes of an entity are built on
     /// separate threads. Records of an entity the schema lacks are skipped (the decoder
-    /// maps entities by the stored schema, which matches this one).
-    mutating func bulkLoad(sorted live: [String: LogReplay.Records]) {
+    /// maps entities by the stored schema, which matches this one). An entity's indexes
+    /// come from `indexEntries` when it has them (sorted entries, one per record, from a
+    /// checkpoint), instead of being computed from the records and sorted.
+    mutating func bulkLoad(
+        sorted live: [String: LogReplay.Records], indexEntries: [String: [LogCheckpoint.Entries]] = [:]
+    ) {
         for (name, sorted) in live where !sorted.keys.isEmpty {
             guard var records = entities.removeValue(forKey: name) else { continue }
             let indexes = records.indexes
@@ -168,6 +176,12 @@ extension SnapshotTable {
                 if task == 0 {
                     let tree = BTree<Int64, DefaultSnapshot>(sortedElements: zip(sorted.keys, sorted.snapshots))
                     built.withLock { $0.rows = tree }
+                    return
+                }
+                if let entries = indexEntries[name], entries.count == indexes.count {
+                    let stored = entries[task - 1]
+                    let tree = BTree(sortedElements: zip(stored.keys, stored.primaryKeys))
+                    built.withLock { $0.trees[task - 1] = tree }
                     return
                 }
                 let index = indexes[task - 1]

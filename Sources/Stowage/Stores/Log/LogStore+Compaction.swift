@@ -30,10 +30,12 @@ extension LogStore {
     public var lastAutomaticCompactionFailure: String? { writer.withLock { $0.lastAutomaticCompactionFailure } }
 
     static func deadBytes(_ w: WriterState, live: Int64) -> Int64 {
-        let commitBytes = max(0, w.end - w.dataStart)
-        guard w.versions > 0, live < w.versions else { return 0 }
+        // Checkpoints before the last one are dead whatever the records do.
+        let supersededCheckpoints = max(0, w.checkpointBytes - w.lastCheckpointBytes)
+        let commitBytes = max(0, w.end - w.dataStart - w.checkpointBytes)
+        guard w.versions > 0, live < w.versions else { return supersededCheckpoints }
         let dead = Double(w.versions - live) / Double(w.versions)
-        return Int64((Double(commitBytes) * dead).rounded())
+        return Int64((Double(commitBytes) * dead).rounded()) + supersededCheckpoints
     }
 
     /// Whether a save that leaves `live` records makes the dead bytes pass the configured
@@ -95,6 +97,7 @@ extension LogStore {
         }
         var end: Int64 = 0
         var dataStart: Int64 = 0
+        var checkpointBytes: Int64 = 0
         // The external values as the new file refers to them, and the files made for it.
         var external: [LogExternalSlot: LogExternalReference] = source.count == 0 ? [:] : w.external
         var created: [String] = []
@@ -136,6 +139,14 @@ extension LogStore {
             }
             // An empty store that has handed out keys still records its next key.
             try flush(force: source.count == 0 && source.nextPrimaryKey > 1)
+            if source.count > 0 {
+                let checkpoint = LogCheckpoint(source, transactionID: lastTransaction, map: map)
+                let record = LogFormat.frame(
+                    type: .checkpoint, payload: checkpoint.encode(), salt: header.salt, offset: end)
+                try fs.write(fd, record, at: end)
+                checkpointBytes = Int64(record.count)
+                end += Int64(record.count)
+            }
             try fs.sync(fd)
             try fs.rename(temporary, to: path)
         } catch {
@@ -154,6 +165,10 @@ extension LogStore {
         w.end = end
         w.dataStart = dataStart
         w.versions = Int64(source.count)
+        w.formatVersion = header.version
+        w.checkpointBytes = checkpointBytes
+        w.lastCheckpointBytes = checkpointBytes
+        w.lastCheckpointEnd = checkpointBytes > 0 ? end : dataStart
         w.external = external
         do {
             try fs.syncDirectory(directory)

@@ -12,6 +12,8 @@ extension LogStore {
         /// A version 1 file whose schema has external-storage attributes: the store
         /// rewrites it as version 2 before its first save.
         var needsUpgrade = false
+        /// Whether the indexes were loaded from a checkpoint.
+        var usedCheckpoint = false
     }
 
     static func newSalt(_ configuration: LogStoreConfiguration, generation: UInt64) -> UInt64 {
@@ -90,6 +92,8 @@ extension LogStore {
         var writer = WriterState(
             fd: fd, lockFD: lockFD, salt: header.salt, generation: 0, end: Int64(bytes.count), nextTransactionID: 1)
         writer.dataStart = Int64(bytes.count)
+        writer.formatVersion = version
+        writer.lastCheckpointEnd = Int64(bytes.count)
         return Opened(
             table: SnapshotTable(schema: schema, storeIdentifier: identifier),
             writer: writer,
@@ -139,6 +143,11 @@ extension LogStore {
         var lastTransaction: UInt64 = 0
         var commits = 0
         var damage: String?
+        // The last checkpoint (version 3) and where it ends; every checkpoint's bytes.
+        var checkpoint: LogCheckpoint?
+        var checkpointEnd = commitsStart
+        var checkpointBytes: Int64 = 0
+        var lastCheckpointBytes: Int64 = 0
         scan: while true {
             switch try LogFormat.readRecord(fs, fd, at: offset, fileSize: size, salt: header.salt) {
             case .end:
@@ -157,8 +166,21 @@ extension LogStore {
                     damage = "the commit at offset \(offset) does not decode: \(error)"
                     break scan
                 }
+            case .record(.checkpoint, let payload, let next) where header.version >= 3:
+                do {
+                    checkpoint = try LogCheckpoint.decode(payload, schema: stored)
+                    checkpointEnd = next
+                    checkpointBytes += next - offset
+                    lastCheckpointBytes = next - offset
+                    offset = next
+                } catch {
+                    damage = "the checkpoint at offset \(offset) does not decode: \(error)"
+                    break scan
+                }
             case .record(let type, _, _):
-                damage = "a record of type \(type) at offset \(offset), where only commits may follow the header"
+                damage =
+                    "a record of type \(type) at offset \(offset), where only commits"
+                    + (header.version >= 3 ? " and checkpoints" : "") + " may follow the header"
                 break scan
             }
         }
@@ -177,6 +199,14 @@ extension LogStore {
                 validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
         }
         replay.finish()
+        // A checkpoint that ends the valid prefix and agrees with the records gives the
+        // indexes' sorted entries; any other is ignored.
+        var indexEntries: [String: [LogCheckpoint.Entries]]?
+        if let checkpoint, checkpointEnd == offset {
+            indexEntries = checkpoint.indexEntries(
+                agreeingWith: replay.liveRecords, map: readMap, transactionID: lastTransaction,
+                nextPrimaryKey: replay.nextPrimaryKey)
+        }
         // External values: read back every live one, then delete the files nothing refers to.
         let files = LogExternalFiles(fs: fs, logPath: path, parent: directory)
         try replay.resolveExternalValues { entity, key, reference in
@@ -199,15 +229,20 @@ extension LogStore {
             nextTransactionID: lastTransaction + 1)
         writer.dataStart = commitsStart
         writer.versions = replay.versions
+        writer.formatVersion = header.version
+        writer.checkpointBytes = checkpointBytes
+        writer.lastCheckpointBytes = lastCheckpointBytes
+        writer.lastCheckpointEnd = checkpointEnd
         writer.external = external
         let needsUpgrade = header.version == 1 && live.hasExternalValues
         let description = needsUpgrade ? stored.withExternalFlags(of: live) : stored
         return Opened(
-            table: replay.table(schema: schema, storeIdentifier: identifier),
+            table: replay.table(schema: schema, storeIdentifier: identifier, indexEntries: indexEntries ?? [:]),
             writer: writer,
             map: needsUpgrade
                 ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
-            description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade)
+            description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
+            usedCheckpoint: indexEntries != nil)
     }
 
     /// The start of every record in a log file, then its end: for tests and tools.

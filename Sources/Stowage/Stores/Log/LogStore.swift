@@ -18,7 +18,8 @@ import Synchronization
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
 /// This version keeps every record in memory (a ``SnapshotTable``), as ``MemoryStore``
-/// does, with the log as the durable truth. It writes no checkpoints. Concurrent saves
+/// does, with the log as the durable truth. Checkpoints, written on close and compaction,
+/// let opening load the indexes instead of building them. Concurrent saves
 /// share syncs (group commit): each appends its record in turn, and one `fdatasync`
 /// covers every record appended before it started.
 public final class LogStore: SnapshotTableStore, DataStoreBatching {
@@ -29,6 +30,8 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
     public let lastRecovery: RecoveryReport?
     /// When the store was created, in milliseconds since 1970.
     public let createdAt: Int64
+    /// Whether opening loaded the indexes from a checkpoint instead of building them.
+    @_spi(Testing) public let openedFromCheckpoint: Bool
 
     let fs: any LogFileSystem
     let path: String
@@ -65,6 +68,13 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         var compactions = 0
         /// Why the last automatic compaction failed, if it did.
         var lastAutomaticCompactionFailure: String?
+        /// The file's format version: checkpoints are written to version 3 files only.
+        var formatVersion: UInt16 = LogFormat.version
+        /// The bytes of every checkpoint record in the file, and of the last one.
+        var checkpointBytes: Int64 = 0
+        var lastCheckpointBytes: Int64 = 0
+        /// Where the last checkpoint ends; `dataStart` when there is none.
+        var lastCheckpointEnd: Int64 = 0
         /// Where every live external value's bytes are (format version 2).
         var external: [LogExternalSlot: LogExternalReference] = [:]
 
@@ -121,6 +131,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         self.storedSchema = opened.description
         self.createdAt = opened.createdAt
         self.lastRecovery = opened.report
+        self.openedFromCheckpoint = opened.usedCheckpoint
         self.table = Mutex(opened.table)
         self.writer = LogWriter(opened.writer)
         self.externalFiles = LogExternalFiles(
@@ -147,6 +158,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             guard !w.closed else { return }
             // Saves still waiting for their sync get it (or its failure) now.
             try? settlePending(&w)
+            checkpointOnClose(&w)
             fs.close(w.fd)
             fs.close(w.lockFD)
             w.closed = true
@@ -381,10 +393,10 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     /// Writes one record at the end of the valid prefix. Syncing is the caller's business.
     /// On failure the file is cut back to the prefix, and the in-memory state is unchanged.
-    private func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8]) throws {
+    func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8]) throws {
         guard payload.count <= LogFormat.maximumPayload else {
             throw DataStoreError(
-                .unsupportedFeature, "a save of \(payload.count) bytes is larger than a log record can be")
+                .unsupportedFeature, "a record of \(payload.count) bytes is larger than a log record can be")
         }
         let record = LogFormat.frame(type: type, payload: payload, salt: w.salt, offset: w.end)
         do {
@@ -396,7 +408,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
                 w.unusable = "a failed write could not be cut back off the end of the file (\(error))"
             }
             throw DataStoreError(
-                .ioFailure, "writing a commit at offset \(w.end) of \(path) failed; nothing was saved",
+                .ioFailure, "writing a \(type) record at offset \(w.end) of \(path) failed; nothing was saved",
                 underlying: error)
         }
         w.end += Int64(record.count)
@@ -469,13 +481,33 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
         }
     }
 
+    /// When closing the store writes a checkpoint; `nil` turns that off. Compaction and
+    /// ``LogStore/checkpoint()`` write one either way.
+    public var checkpoints: Checkpoints? = Checkpoints()
+
+    /// When the store writes checkpoint records (`Formats/log.md`, format version 3), which
+    /// let the next open load every index's sorted entries instead of building them.
+    ///
+    /// Closing the store (explicitly, or by dropping its container) writes one when the
+    /// commits after the last checkpoint add up to at least ``minimumCommitBytes``.
+    /// A store that is not closed (a crash) opens without the newest changes' checkpoint:
+    /// correct, only slower. SwiftData has no such setting.
+    public struct Checkpoints: Sendable, Hashable {
+        /// Commit bytes after the last checkpoint below which closing writes none.
+        public var minimumCommitBytes: Int64
+
+        public init(minimumCommitBytes: Int64 = 1 << 20) {
+            self.minimumCommitBytes = max(0, minimumCommitBytes)
+        }
+    }
+
     /// The file operations; tests put a fault-injecting one here.
     @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
     /// A fixed salt for new files (the sample files); otherwise a random one.
     @_spi(Testing) public var fixedSalt: UInt64?
     /// The format version of a new file: 1 writes the version 1 samples and the files the
     /// upgrade tests start from. Rewrites always write the current version.
-    @_spi(Testing) public var newFileFormatVersion: UInt16 = 2
+    @_spi(Testing) public var newFileFormatVersion: UInt16 = LogFormat.version
     /// A fixed store identifier for a new file (the sample files).
     @_spi(Testing) public var fixedStoreIdentifier: String?
     /// The clock for commit timestamps, in milliseconds since 1970 (the sample files).

@@ -1,0 +1,191 @@
+import BTree
+import Foundation
+import IndexKey
+
+/// A checkpoint record (`Formats/log.md`, format version 3): the live primary keys of each
+/// entity and the sorted entries of each of its indexes, as the commits before it leave
+/// the store.
+struct LogCheckpoint: Equatable {
+    /// One index's entries, in ascending key order, as parallel arrays.
+    struct Entries: Equatable {
+        var keys: [IndexKey] = []
+        var primaryKeys: [Int64] = []
+    }
+
+    /// One entity with at least one live record.
+    struct Entity: Equatable {
+        /// The entity's index in the stored schema.
+        var entityIndex: Int
+        /// The live primary keys, ascending.
+        var keys: [Int64]
+        /// The entity's indexes, in the table's order: uniqueness constraints, then
+        /// `#Index` groups that are not also one.
+        var indexes: [Entries]
+    }
+
+    var transactionID: UInt64
+    var nextPrimaryKey: Int64
+    var entities: [Entity]
+
+    /// The number of indexes each entity of a stored schema has, in the table's order.
+    static func indexCount(of entity: LogSchemaDescription.Entity) -> Int {
+        entity.uniqueness.count + entity.indices.filter { !entity.uniqueness.contains($0) }.count
+    }
+
+    /// The checkpoint of `table`'s records, with entities numbered by `map`.
+    init(_ table: SnapshotTable, transactionID: UInt64, map: LogEntityMap) {
+        self.transactionID = transactionID
+        nextPrimaryKey = table.nextPrimaryKey
+        var entities: [Entity] = []
+        for (entityIndex, name) in map.names.enumerated() {
+            guard let records = table.entities[name], records.rows.count > 0 else { continue }
+            var keys: [Int64] = []
+            keys.reserveCapacity(records.rows.count)
+            for (key, _) in records.rows { keys.append(key) }
+            let indexes = records.indexes.map { index in
+                var entries = Entries()
+                entries.keys.reserveCapacity(index.tree.count)
+                entries.primaryKeys.reserveCapacity(index.tree.count)
+                for (key, primaryKey) in index.tree {
+                    entries.keys.append(key)
+                    entries.primaryKeys.append(primaryKey)
+                }
+                return entries
+            }
+            entities.append(Entity(entityIndex: entityIndex, keys: keys, indexes: indexes))
+        }
+        self.entities = entities
+    }
+
+    init(transactionID: UInt64, nextPrimaryKey: Int64, entities: [Entity]) {
+        self.transactionID = transactionID
+        self.nextPrimaryKey = nextPrimaryKey
+        self.entities = entities
+    }
+
+    /// The record's payload.
+    func encode() -> [UInt8] {
+        let entryCount = entities.reduce(0) { $0 + $1.keys.count * (1 + $1.indexes.count) }
+        var w = LogByteWriter(capacity: 32 + entryCount * 8)
+        w.varint(transactionID)
+        w.zigzag(nextPrimaryKey)
+        w.varint(entities.count)
+        for entity in entities {
+            w.varint(entity.entityIndex)
+            w.varint(entity.keys.count)
+            var previous: Int64 = 0
+            for (position, key) in entity.keys.enumerated() {
+                if position == 0 { w.zigzag(key) } else { w.varint(UInt64(bitPattern: key &- previous)) }
+                previous = key
+            }
+            w.varint(entity.indexes.count)
+            for index in entity.indexes {
+                var last: [UInt8] = []
+                for (key, primaryKey) in zip(index.keys, index.primaryKeys) {
+                    let bytes = key.bytes
+                    var shared = 0
+                    let limit = min(last.count, bytes.count)
+                    while shared < limit && last[shared] == bytes[shared] { shared += 1 }
+                    w.varint(shared)
+                    w.varint(bytes.count - shared)
+                    w.bytes.append(contentsOf: bytes[shared...])
+                    w.zigzag(primaryKey)
+                    last = bytes
+                }
+            }
+        }
+        return w.bytes
+    }
+
+    /// Decodes and checks a payload against the stored schema: entity indexes in range and
+    /// ascending, keys and entries ascending, one entry per record in every index.
+    static func decode(_ payload: [UInt8], schema: LogSchemaDescription) throws -> LogCheckpoint {
+        var r = LogByteReader(payload)
+        let transactionID = try r.varint()
+        let nextPrimaryKey = try r.zigzag()
+        let entityCount = try r.count(minimumSize: 3)
+        var entities: [Entity] = []
+        var previousEntity = -1
+        for _ in 0..<entityCount {
+            let entityIndex = Int(clamping: try r.varint())
+            guard entityIndex > previousEntity, entityIndex < schema.entities.count else {
+                throw LogDecodeError("checkpoint entity \(entityIndex) is out of order or not in the schema")
+            }
+            previousEntity = entityIndex
+            let count = try r.count(minimumSize: 1)
+            guard count > 0 else { throw LogDecodeError("checkpoint entity \(entityIndex) has no records") }
+            var keys: [Int64] = []
+            keys.reserveCapacity(count)
+            keys.append(try r.zigzag())
+            for _ in 1..<count {
+                let delta = try r.varint()
+                guard delta >= 1, let last = keys.last,
+                    case let (next, overflow) = last.addingReportingOverflow(
+                        Int64(bitPattern: delta)), !overflow, next > last
+                else {
+                    throw LogDecodeError("checkpoint keys of entity \(entityIndex) are not ascending")
+                }
+                keys.append(next)
+            }
+            let stored = try r.count(minimumSize: 1)
+            let expected = indexCount(of: schema.entities[entityIndex])
+            guard stored == expected else {
+                throw LogDecodeError(
+                    "checkpoint entity \(entityIndex) has \(stored) indexes; the schema gives it \(expected)")
+            }
+            var indexes: [Entries] = []
+            for _ in 0..<stored {
+                var entries = Entries()
+                entries.keys.reserveCapacity(count)
+                entries.primaryKeys.reserveCapacity(count)
+                var last: [UInt8] = []
+                for _ in 0..<count {
+                    let shared = try r.varint()
+                    guard shared <= UInt64(last.count) else {
+                        throw LogDecodeError("a checkpoint index entry shares more bytes than its predecessor has")
+                    }
+                    let suffixLength = try r.count(minimumSize: 1)
+                    var bytes = [UInt8]()
+                    bytes.reserveCapacity(Int(shared) + suffixLength)
+                    bytes.append(contentsOf: last[0..<Int(shared)])
+                    bytes.append(contentsOf: try r.bytes(suffixLength))
+                    if !entries.keys.isEmpty, IndexKey._compare(last, bytes) >= 0 {
+                        throw LogDecodeError("checkpoint index entries of entity \(entityIndex) are not ascending")
+                    }
+                    entries.primaryKeys.append(try r.zigzag())
+                    entries.keys.append(IndexKey(bytes: bytes))
+                    last = bytes
+                }
+                indexes.append(entries)
+            }
+            entities.append(Entity(entityIndex: entityIndex, keys: keys, indexes: indexes))
+        }
+        guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the checkpoint's last entity") }
+        return LogCheckpoint(transactionID: transactionID, nextPrimaryKey: nextPrimaryKey, entities: entities)
+    }
+
+    /// The index entries to load, by entity name, when the checkpoint agrees with the live
+    /// records replay found (`Formats/log.md`, "Reading"); `nil` when it does not.
+    func indexEntries(
+        agreeingWith live: [String: LogReplay.Records], map: LogEntityMap, transactionID: UInt64,
+        nextPrimaryKey: Int64
+    ) -> [String: [Entries]]? {
+        guard self.transactionID == transactionID, self.nextPrimaryKey == nextPrimaryKey else { return nil }
+        let nonEmpty = live.filter { !$0.value.keys.isEmpty }
+        guard nonEmpty.count == entities.count else { return nil }
+        var result: [String: [Entries]] = [:]
+        for entity in entities {
+            guard entity.entityIndex < map.names.count else { return nil }
+            let name = map.names[entity.entityIndex]
+            guard let records = nonEmpty[name], records.keys == entity.keys else { return nil }
+            let sum = entity.keys.reduce(0, &+)
+            for index in entity.indexes {
+                guard index.primaryKeys.count == entity.keys.count, index.primaryKeys.reduce(0, &+) == sum else {
+                    return nil
+                }
+            }
+            result[name] = entity.indexes
+        }
+        return result
+    }
+}

@@ -1,0 +1,407 @@
+import Foundation
+import IndexKey
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+@Suite("LogStore checkpoints (format version 3)")
+struct LogCheckpointTests {
+    static let schema = Schema([Person.self, Chore.self])
+
+    static func configuration(
+        _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any LogFileSystem)? = nil,
+        recovery: LogStoreConfiguration.Recovery = .pointInTime
+    ) -> LogStoreConfiguration {
+        var configuration = LogStoreConfiguration(schema: schema, url: url, recovery: recovery)
+        configuration.checkpoints = minimumCommitBytes.map { .init(minimumCommitBytes: $0) }
+        configuration.automaticCompaction = nil
+        if let version { configuration.newFileFormatVersion = version }
+        if let fileSystem { configuration.fileSystem = fileSystem }
+        return configuration
+    }
+
+    /// A container on a log store, and the store.
+    struct Opened {
+        let container: ModelContainer
+        let store: LogStore
+    }
+
+    static func open(
+        _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any LogFileSystem)? = nil,
+        recovery: LogStoreConfiguration.Recovery = .pointInTime
+    ) throws -> Opened {
+        let container = try ModelContainer(
+            for: schema,
+            configurations: [
+                configuration(
+                    url, minimumCommitBytes: minimumCommitBytes, version: version, fileSystem: fileSystem,
+                    recovery: recovery)
+            ])
+        return Opened(container: container, store: try #require(container.storesForTesting.first as? LogStore))
+    }
+
+    /// Saves people and chores through a context, then updates and deletes some.
+    static func fill(_ opened: Opened, people: Int = 60, chores: Int = 80) throws {
+        let context = ModelContext(opened.container)
+        var everyone: [Person] = []
+        for i in 0..<people {
+            let person = Person(email: "p\(i)@example.com", name: "Name \(i % 7)", age: (i * 37) % 90)
+            context.insert(person)
+            everyone.append(person)
+        }
+        for i in 0..<chores {
+            context.insert(
+                Chore(
+                    seq: i, title: "Chore \(i % 11)", priority: i % 5, isCompleted: i % 3 == 0,
+                    dueDate: i % 4 == 0 ? nil : Date(timeIntervalSince1970: Double(i * 1000))))
+        }
+        try context.save()
+        for person in everyone.prefix(20) { person.age += 100 }
+        try context.save()
+        for person in everyone.suffix(10) { context.delete(person) }
+        try context.save()
+    }
+
+    /// Every index's entries and every entity's keys: what a checkpoint must reproduce.
+    static func indexes(_ store: LogStore) -> [String: [[String]]] {
+        store.withTable { table in
+            table.entities.mapValues { records in
+                [records.rows.map { "\($0.key)" }]
+                    + records.indexes.map { index in index.tree.map { "\($0.key.bytes) \($0.value)" } }
+            }
+        }
+    }
+
+    /// The results of queries that use each index, in order.
+    static func queries(_ opened: Opened) throws -> [String] {
+        let context = ModelContext(opened.container)
+        var lines: [String] = []
+        let name = "Name 3"
+        lines += try context.fetch(
+            FetchDescriptor<Person>(predicate: #Predicate { $0.name == name }, sortBy: [SortDescriptor(\.age)])
+        ).map { "\($0.email) \($0.age)" }
+        lines += try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.age > 50 })).map(\.email)
+        lines += try context.fetch(FetchDescriptor<Chore>(predicate: #Predicate { $0.isCompleted && $0.priority >= 2 }))
+            .map { "\($0.seq)" }
+        var due = FetchDescriptor<Chore>(sortBy: [SortDescriptor(\.dueDate, order: .reverse)])
+        due.fetchLimit = 10
+        lines += try context.fetch(due).map { "\($0.seq)" }
+        return lines
+    }
+
+    @Test func closingWritesACheckpointThatTheNextOpenLoads() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL)
+        let store = storeOpened.store
+        #expect(!store.openedFromCheckpoint)
+        try Self.fill(storeOpened)
+        #expect(store.checkpointState.bytes == 0)
+        let indexes = Self.indexes(store)
+        let answers = try Self.queries(storeOpened)
+        let length = store.fileLength
+        store.close()
+        // Closing appended one checkpoint record after the last commit.
+        let offsets = try LogStore.recordOffsets(ofFileAt: directory.storeURL)
+        #expect(offsets.last.map { $0 > length } == true)
+        #expect(try Data(contentsOf: directory.storeURL)[8] == 3)
+
+        let reopenedOpened = try Self.open(directory.storeURL)
+        let reopened = reopenedOpened.store
+        #expect(reopened.openedFromCheckpoint)
+        #expect(reopened.checkpointState.endsWithCheckpoint)
+        #expect(Self.indexes(reopened) == indexes)
+        #expect(try Self.queries(reopenedOpened) == answers)
+        // The unique index loaded from the checkpoint finds the record an insert with the
+        // same email replaces (SwiftData's upsert).
+        let context = ModelContext(reopenedOpened.container)
+        let count = try context.fetchCount(FetchDescriptor<Person>())
+        context.insert(Person(email: "p0@example.com", name: "Someone"))
+        try context.save()
+        let email = "p0@example.com"
+        let found = try ModelContext(reopenedOpened.container).fetch(
+            FetchDescriptor<Person>(predicate: #Predicate { $0.email == email }))
+        #expect(found.map(\.name) == ["Someone"])
+        #expect(try context.fetchCount(FetchDescriptor<Person>()) == count)
+    }
+
+    @Test func closingWithoutEnoughNewCommitsWritesNone() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL, minimumCommitBytes: 1 << 30)
+        let store = storeOpened.store
+        try Self.fill(storeOpened)
+        let length = store.fileLength
+        store.close()
+        #expect(try LogStore.recordOffsets(ofFileAt: directory.storeURL).last == length)
+        let offOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let off = offOpened.store
+        #expect(!off.openedFromCheckpoint)
+        off.close()
+        #expect(try LogStore.recordOffsets(ofFileAt: directory.storeURL).last == length)
+    }
+
+    @Test func aCommitAfterTheLastCheckpointMeansTheIndexesAreBuilt() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 30, chores: 30)
+        try store.checkpoint()
+        #expect(store.checkpointState.endsWithCheckpoint)
+        // A save after the checkpoint, and no checkpoint on close: as after a crash.
+        let context = ModelContext(storeOpened.container)
+        context.insert(Person(email: "late@example.com", name: "Name 3", age: 33))
+        try context.save()
+        #expect(!store.checkpointState.endsWithCheckpoint)
+        let indexes = Self.indexes(store)
+        let answers = try Self.queries(storeOpened)
+        store.close()
+        let reopenedOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let reopened = reopenedOpened.store
+        #expect(!reopened.openedFromCheckpoint)
+        #expect(Self.indexes(reopened) == indexes)
+        #expect(try Self.queries(reopenedOpened) == answers)
+    }
+
+    /// Appends a checkpoint record with a valid checksum to a closed store's file.
+    static func appendForged(_ checkpoint: LogCheckpoint, to url: URL) throws {
+        let fs = POSIXLogFileSystem()
+        let fd = try #require(try fs.open(url.path, mode: .existing))
+        defer { fs.close(fd) }
+        let size = try fs.size(fd)
+        guard case .success(let header) = LogFormat.decodeFileHeader(try fs.read(fd, count: 32, at: 0), fileSize: size)
+        else {
+            Issue.record("no header")
+            return
+        }
+        try fs.write(
+            fd, LogFormat.frame(type: .checkpoint, payload: checkpoint.encode(), salt: header.salt, offset: size),
+            at: size)
+    }
+
+    @Test(arguments: ["a different key", "a wrong primary key in an index", "a wrong next key", "a wrong transaction"])
+    func aCheckpointThatDisagreesWithTheCommitsIsIgnored(fault: String) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 20, chores: 20)
+        let indexes = Self.indexes(store)
+        let answers = try Self.queries(storeOpened)
+        var checkpoint = store.withTable { LogCheckpoint($0, transactionID: 3, map: store.map) }
+        store.close()
+        switch fault {
+        case "a different key":
+            checkpoint.entities[0].keys[checkpoint.entities[0].keys.count - 1] += 1000
+        case "a wrong primary key in an index":
+            checkpoint.entities[0].indexes[1].primaryKeys[0] += 1000
+        case "a wrong next key":
+            checkpoint.nextPrimaryKey += 1
+        default:
+            checkpoint.transactionID += 1
+        }
+        try Self.appendForged(checkpoint, to: directory.storeURL)
+        let reopenedOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
+        let reopened = reopenedOpened.store
+        #expect(!reopened.openedFromCheckpoint)
+        #expect(Self.indexes(reopened) == indexes)
+        #expect(try Self.queries(reopenedOpened) == answers)
+    }
+
+    @Test func theForgingHelperWritesACheckpointTheStoreAccepts() throws {
+        // The control for the test above: the same record, unchanged, is loaded.
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 20, chores: 20)
+        let checkpoint = store.withTable { LogCheckpoint($0, transactionID: 3, map: store.map) }
+        let indexes = Self.indexes(store)
+        store.close()
+        try Self.appendForged(checkpoint, to: directory.storeURL)
+        let reopenedOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
+        let reopened = reopenedOpened.store
+        #expect(reopened.openedFromCheckpoint)
+        #expect(Self.indexes(reopened) == indexes)
+    }
+
+    @Test func aTornCheckpointIsCutOffAndLosesNoCommit() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 20, chores: 20)
+        let length = store.fileLength
+        let indexes = Self.indexes(store)
+        store.close()
+        let whole = try Data(contentsOf: directory.storeURL)
+        #expect(whole.count > Int(length) + 16)
+        for cut in [Int(length) + 5, Int(length) + 16, whole.count - 1] {
+            try whole.prefix(cut).write(to: directory.storeURL)
+            #expect(throws: DataStoreError.self) {
+                _ = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
+            }
+            let reopenedOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+            let reopened = reopenedOpened.store
+            #expect(reopened.lastRecovery?.validLength == length)
+            #expect(!reopened.openedFromCheckpoint)
+            #expect(Self.indexes(reopened) == indexes)
+            reopened.close()
+        }
+    }
+
+    @Test func aFlippedByteInACheckpointIsDamage() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 20, chores: 20)
+        let length = store.fileLength
+        store.close()
+        var bytes = try Data(contentsOf: directory.storeURL)
+        bytes[bytes.count - 3] ^= 0x20
+        try bytes.write(to: directory.storeURL)
+        do {
+            _ = try Self.open(directory.storeURL, recovery: .strict)
+            Issue.record("strict recovery opened a damaged checkpoint")
+        } catch let error as DataStoreError {
+            #expect(error.code == .corruptStore)
+            #expect(error.message.contains("offset \(length)"), "\(error)")
+        }
+        let reopenedOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let reopened = reopenedOpened.store
+        #expect(reopened.lastRecovery?.validLength == length)
+        #expect(reopened.withTable { $0.count } == 30)
+    }
+
+    @Test func compactionEndsTheFileWithACheckpoint() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let store = storeOpened.store
+        try Self.fill(storeOpened)
+        let indexes = Self.indexes(store)
+        try store.compact()
+        #expect(store.checkpointState.endsWithCheckpoint)
+        #expect(store.deadBytes == 0)
+        store.close()
+        let reopenedOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let reopened = reopenedOpened.store
+        #expect(reopened.openedFromCheckpoint)
+        #expect(Self.indexes(reopened) == indexes)
+    }
+
+    @Test func supersededCheckpointsAreDeadBytes() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let store = storeOpened.store
+        let context = ModelContext(storeOpened.container)
+        for i in 0..<50 { context.insert(Person(email: "\(i)", name: "N", age: i)) }
+        try context.save()
+        #expect(store.deadBytes == 0)
+        try store.checkpoint()
+        let first = store.checkpointState.bytes
+        #expect(first > 0)
+        #expect(store.deadBytes == 0)
+        try store.checkpoint()
+        #expect(store.checkpointState.bytes == 2 * first)
+        #expect(store.deadBytes == first)
+        try store.compact()
+        #expect(store.deadBytes == 0)
+        #expect(store.checkpointState.bytes == first)
+    }
+
+    @Test func aVersionTwoFileGetsCheckpointsOnlyOnceCompactionRewritesIt() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL, version: 2)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 20, chores: 20)
+        do {
+            try store.checkpoint()
+            Issue.record("a version 2 file took a checkpoint")
+        } catch let error as DataStoreError {
+            #expect(error.code == .unsupportedFeature)
+            #expect(error.message.contains("compact()"))
+        }
+        let length = store.fileLength
+        store.close()
+        #expect(try Data(contentsOf: directory.storeURL)[8] == 2)
+        #expect(try LogStore.recordOffsets(ofFileAt: directory.storeURL).last == length)
+
+        let againOpened = try Self.open(directory.storeURL)
+        let again = againOpened.store
+        #expect(!again.openedFromCheckpoint)
+        try again.compact()
+        again.close()
+        #expect(try Data(contentsOf: directory.storeURL)[8] == 3)
+        #expect(try Self.open(directory.storeURL).store.openedFromCheckpoint)
+    }
+
+    @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync])
+    func aFailedCheckpointWriteOrSync(operation: FaultInjectingFileSystem.Operation) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let fs = FaultInjectingFileSystem()
+        let storeOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 20, chores: 20)
+        let length = store.fileLength
+        fs.arm(operation, failOn: 1)
+        do {
+            try store.checkpoint()
+            Issue.record("the checkpoint did not fail")
+        } catch let error as DataStoreError {
+            #expect(error.code == .ioFailure, "\(error)")
+        }
+        fs.disarm()
+        let context = ModelContext(storeOpened.container)
+        context.insert(Person(email: "after@example.com", name: "After"))
+        if operation == .write {
+            // The record was cut back off, and the store goes on.
+            #expect(store.fileLength == length)
+            try context.save()
+        } else {
+            // A failed sync is never retried: the store refuses saves until reopened.
+            #expect(throws: DataStoreError.self) { try context.save() }
+        }
+        store.close()
+        let reopenedOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
+        let reopened = reopenedOpened.store
+        // 10 people and 20 chores, and the one saved after a failed write.
+        #expect(reopened.withTable { $0.count } == 30 + (operation == .write ? 1 : 0))
+    }
+
+    @Test func theCodecRoundTripsAndRefusesBadPayloads() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 40, chores: 40)
+        let checkpoint = store.withTable { LogCheckpoint($0, transactionID: 3, map: store.map) }
+        let payload = checkpoint.encode()
+        #expect(try LogCheckpoint.decode(payload, schema: store.storedSchema) == checkpoint)
+        // Every cut short payload is refused, never a crash.
+        for cut in 0..<payload.count {
+            #expect(throws: (any Error).self) {
+                try LogCheckpoint.decode(Array(payload[0..<cut]), schema: store.storedSchema)
+            }
+        }
+        var descending = checkpoint
+        descending.entities[0].indexes[0].keys.swapAt(0, 1)
+        #expect(throws: (any Error).self) { try LogCheckpoint.decode(descending.encode(), schema: store.storedSchema) }
+        var missingIndex = checkpoint
+        missingIndex.entities[0].indexes.removeLast()
+        #expect(throws: (any Error).self) {
+            try LogCheckpoint.decode(missingIndex.encode(), schema: store.storedSchema)
+        }
+        var unknownEntity = checkpoint
+        unknownEntity.entities[1].entityIndex = 7
+        #expect(throws: (any Error).self) {
+            try LogCheckpoint.decode(unknownEntity.encode(), schema: store.storedSchema)
+        }
+    }
+}
