@@ -189,3 +189,55 @@ struct LogCheckpoint: Equatable {
         return result
     }
 }
+
+/// Decodes a log's last checkpoint on another thread while opening replays the commits
+/// before it. It finds the checkpoint by reading record frames alone (16 bytes each, no
+/// payload); the replay still checks every record in order, and takes the decoded
+/// checkpoint only for the record it reaches at the same offset.
+final class LogCheckpointPrefetch: @unchecked Sendable {
+    /// Where the prefetched checkpoint starts.
+    let offset: Int64
+    private let done = DispatchGroup()
+    private var result: Result<LogCheckpoint, any Error> = .failure(LogDecodeError("not decoded"))
+
+    /// Starts decoding the record that ends the file, if the frames say it is a checkpoint.
+    static func start(
+        _ fs: any LogFileSystem, _ fd: Int32, from start: Int64, fileSize: Int64, salt: UInt64,
+        schema: LogSchemaDescription
+    ) -> LogCheckpointPrefetch? {
+        var offset = start
+        var last: (offset: Int64, type: UInt8)?
+        while fileSize - offset >= Int64(LogFormat.frameSize) {
+            guard let frame = try? fs.read(fd, count: LogFormat.frameSize, at: offset),
+                frame.count == LogFormat.frameSize
+            else { break }
+            let stored = Int64(frame[0]) | Int64(frame[1]) << 8 | Int64(frame[2]) << 16 | Int64(frame[3]) << 24
+            let next = offset + Int64(LogFormat.frameSize) + stored
+            guard next <= fileSize else { break }
+            last = (offset, frame[4])
+            offset = next
+        }
+        guard let last, last.type == LogFormat.RecordType.checkpoint.rawValue else { return nil }
+        let prefetch = LogCheckpointPrefetch(offset: last.offset)
+        prefetch.done.enter()
+        DispatchQueue.global(qos: .userInitiated).async {
+            defer { prefetch.done.leave() }
+            prefetch.result = Result {
+                guard
+                    case .record(.checkpoint, let payload, _) = try LogFormat.readRecord(
+                        fs, fd, at: last.offset, fileSize: fileSize, salt: salt)
+                else { throw LogDecodeError("the record at offset \(last.offset) is not a valid checkpoint") }
+                return try LogCheckpoint.decode(payload, schema: schema)
+            }
+        }
+        return prefetch
+    }
+
+    private init(offset: Int64) { self.offset = offset }
+
+    /// The decoded checkpoint, once the other thread is done.
+    func checkpoint() throws -> LogCheckpoint {
+        done.wait()
+        return try result.get()
+    }
+}

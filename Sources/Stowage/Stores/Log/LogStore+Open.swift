@@ -148,6 +148,12 @@ extension LogStore {
         var checkpointEnd = commitsStart
         var checkpointBytes: Int64 = 0
         var lastCheckpointBytes: Int64 = 0
+        let prefetch =
+            header.version >= 3
+            ? LogCheckpointPrefetch.start(
+                fs, fd, from: commitsStart, fileSize: size, salt: header.salt, schema: stored) : nil
+        // Every return below waits for it, so that it never reads a closed descriptor.
+        defer { _ = try? prefetch?.checkpoint() }
         scan: while true {
             switch try LogFormat.readRecord(fs, fd, at: offset, fileSize: size, salt: header.salt) {
             case .end:
@@ -168,7 +174,11 @@ extension LogStore {
                 }
             case .record(.checkpoint, let payload, let next) where header.version >= 3:
                 do {
-                    checkpoint = try LogCheckpoint.decode(payload, schema: stored)
+                    if let prefetch, prefetch.offset == offset {
+                        checkpoint = try prefetch.checkpoint()
+                    } else {
+                        checkpoint = try LogCheckpoint.decode(payload, schema: stored)
+                    }
                     checkpointEnd = next
                     checkpointBytes += next - offset
                     lastCheckpointBytes = next - offset
