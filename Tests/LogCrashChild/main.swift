@@ -1,14 +1,15 @@
 // The child process of the LogStore crash tests (Tests/StowageTests/LogCrashTests.swift).
 //
 //   LogCrashChild save <store-file>     saves numbered batches forever, printing each
-//                                       acknowledged batch number (after "ready")
+//                                       acknowledged batch number (after "ready"), and
+//                                       writes a checkpoint after every third batch
 //   LogCrashChild lock <store-file>     tries to open the store; prints "opened" or the
 //                                       DataStoreError code, e.g. "storeLocked"
 //   LogCrashChild default               opens ModelContainer(for:) with no configuration
 //                                       (under $XDG_DATA_HOME), saves one batch, prints
 //                                       "saved <path>"
 import Foundation
-import Stowage
+@_spi(Testing) import Stowage
 import StowageTestSupport
 
 func say(_ line: String) {
@@ -45,6 +46,9 @@ do {
             insertBatch(next, into: context)
             try context.save()
             say(String(next))
+            if next % 3 == 0, let store = container.storesForTesting.first as? LogStore {
+                try store.checkpoint()
+            }
             next += 1
         }
     case "lock" where arguments.count >= 3:

@@ -10,6 +10,9 @@ public final class CrashBatch {
     public var payload: String
     /// Kept in a file beside the log (format version 2): the crash test checks those too.
     @Attribute(.externalStorage) public var blob: Data
+    /// The log crash test reads batches through this index, which the child's
+    /// checkpoints carry.
+    #Index<CrashBatch>([\.batch])
 
     public init(batch: Int, index: Int, payload: String, blob: Data = Data()) {
         self.batch = batch
