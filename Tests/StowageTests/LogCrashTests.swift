@@ -33,11 +33,12 @@ struct LogCrashTests {
     }
 
     /// Starts the child with `arguments` and SIGKILLs it: one time in five at any moment up
-    /// to `startUpMicroseconds` (start-up, open, replay or recovery), otherwise up to 20 ms
-    /// after it says "ready", while it saves. Returns the lines it printed and whether it
-    /// was killed while saving.
+    /// to `startUpMicroseconds` (start-up, open, replay or recovery), otherwise up to
+    /// `savingMicroseconds` after it says "ready", while it saves. Returns the lines it
+    /// printed and whether it was killed while saving.
     static func runAndKill(
-        _ arguments: [String], startUpMicroseconds: UInt32, random: inout SeededRandom
+        _ arguments: [String], startUpMicroseconds: UInt32, savingMicroseconds: UInt32 = 20_000,
+        random: inout SeededRandom
     ) throws -> (lines: [Substring], whileSaving: Bool) {
         let process = Process()
         process.executableURL = child
@@ -53,7 +54,7 @@ struct LogCrashTests {
                 if chunk.isEmpty { break }
                 output.append(chunk)
             }
-            usleep(UInt32.random(in: 0...20_000, using: &random))
+            usleep(UInt32.random(in: 0...savingMicroseconds, using: &random))
         } else {
             usleep(UInt32.random(in: 0...startUpMicroseconds, using: &random))
         }
