@@ -111,6 +111,13 @@ struct Commands {
                 c.print("  commits:           0")
             }
             c.print("  checkpoints:       \(log.checkpoints)")
+            if let last = log.lastCheckpoint {
+                c.print(
+                    "  last checkpoint:   transaction \(last.transactionID) at offset \(last.offset) "
+                        + "(\(Text.count(Int(last.recordLength), "byte"))), "
+                        + (last.commitsAfter == 0
+                            ? "the last record" : "\(Text.count(last.commitsAfter, "commit")) after it"))
+            }
             let valid = log.validLength
             c.print(
                 "  live bytes:        \(log.liveBytes) (\(Text.percent(log.liveBytes, of: valid)) of the valid prefix)")
@@ -184,6 +191,19 @@ struct Commands {
                     } ?? .null
                 ),
                 ("checkpoints", .int(log.checkpoints)),
+                (
+                    "lastCheckpoint",
+                    log.lastCheckpoint.map {
+                        .object([
+                            ("offset", .int($0.offset)),
+                            ("length", .int($0.recordLength)),
+                            ("transactionID", .int(Int64(bitPattern: $0.transactionID))),
+                            ("nextPrimaryKey", .int($0.nextPrimaryKey)),
+                            ("records", .int($0.records)),
+                            ("commitsAfter", .int($0.commitsAfter)),
+                        ])
+                    } ?? .null
+                ),
                 ("liveBytes", .int(log.liveBytes)),
                 ("deadBytes", .int(log.deadBytes)),
                 ("deadVersions", .int(log.deadVersions)),
@@ -313,6 +333,7 @@ struct Commands {
             if let log = store.log {
                 members.append(("validLength", .int(log.validLength)))
                 members.append(("commits", .int(log.commits.count)))
+                members.append(("checkpoints", .int(log.checkpoints)))
             }
             members.append(("records", .int(store.recordCount)))
             members.append(("problems", .array(problems.map { problemJSON($0, store) })))
@@ -327,9 +348,16 @@ struct Commands {
         }
         if let log = store.log {
             let writes = log.commits.reduce(0) { $0 + $1.inserts + $1.updates }
+            // Version 3 has checkpoints: they are named whenever the version has them.
+            let hasCheckpoints = store.formatVersion >= 3 || log.checkpoints > 0
+            let records =
+                hasCheckpoints
+                ? "the header, \(Text.count(log.commits.count, "commit")) and "
+                    + "\(Text.count(log.checkpoints, "checkpoint"))"
+                : "the header and \(Text.count(log.commits.count, "commit"))"
             if let damage = store.damage {
                 c.print(
-                    "  records: the header and \(Text.count(log.commits.count, "commit")) are valid up to offset "
+                    "  records: \(records) are valid up to offset "
                         + "\(log.validLength); at \(damage.offset ?? 0): \(damage.message)")
                 if log.validLength > Int64(32) && store.schema != nil {
                     c.print(
@@ -337,11 +365,17 @@ struct Commands {
                             + "\(store.fileSize - log.validLength)")
                 }
             } else {
-                c.print(
-                    "  records: the header and \(Text.count(log.commits.count, "commit")), every checksum and "
-                        + "length valid to the end")
+                c.print("  records: \(records), every checksum and length valid to the end")
             }
             c.print("  snapshots: \(Text.count(writes, "write")) checked against the schema")
+            if hasCheckpoints {
+                c.print(
+                    log.checkpoints == 0
+                        ? "  checkpoints: none" + (store.damage == nil ? " in the file" : " before the damage")
+                        : "  checkpoints: \(log.checkpoints), \(log.checkpoints == 1 ? "" : "each ")checked against "
+                            + "the records the commits before it leave (transaction, next primary key, live keys, "
+                            + "index entries)")
+            }
             let externalValues = (store.records.values.joined()).reduce(0) { $0 + $1.external.count }
             if externalValues > 0 {
                 c.print(
@@ -368,9 +402,12 @@ struct Commands {
             let indexes = schema.entities.reduce(0) { $0 + $1.indexes.count }
             c.print(
                 "  live records: \(store.recordCount), with \(Text.count(references, "relationship reference"))")
+            let persisted =
+                store.format == .log && store.formatVersion >= 3
+                ? "" : " (the file persists no index)"
             c.print(
                 "  indexes: \(Text.count(unique, "uniqueness constraint")) and \(Text.count(indexes, "index", "indexes")) "
-                    + "checked over the live records (the file persists no index)")
+                    + "checked over the live records\(persisted)")
         }
         if !healthy {
             c.print("\(Text.count(problems.count, "problem")):")

@@ -51,14 +51,16 @@ enum Help {
         Prints the format and its version, the file size, the store identifier, the schema
         (version; entities with their properties and types, relationships, uniqueness
         constraints and indexes), the live records per entity and the next primary key.
-        For a log store also: the commits (the last one's time and author), checkpoints,
-        live and dead bytes, and the compression ratio. Reads only; the file is not changed.
+        For a log store also: the commits (the last one's time and author), the checkpoints
+        (the last one's offset and the transaction it covers), live and dead bytes, and the
+        compression ratio. Reads only; the file is not changed.
 
         Live and dead bytes (log store): a commit record none of whose writes is still the
         current version of a live record is dead in full, frame included. A commit that
         still holds a live version is live, except for the share of its bytes (rounded
         down) that its superseded writes and delete entries take up in its uncompressed
-        payload. The file header and the header record are live. Bytes after the valid
+        payload. The last checkpoint record (format version 3) is live, every earlier one
+        dead. The file header and the header record are live. Bytes after the valid
         prefix (a torn or damaged tail) are neither: they are reported as damaged.
         Compaction keeps about the live bytes. The compression ratio is the records'
         payload bytes over the bytes they take in the file.
@@ -90,10 +92,14 @@ enum Help {
         schema it holds, as opening the store checks.
         Both: every relationship of a live record points at a live record of its
         destination (a reference left behind by the .noAction delete rule counts as
-        damage), and the indexes agree with the data. Neither format version persists an index,
-        so that means: every index and uniqueness group names properties the entity has,
-        every indexed value encodes as an index key that decodes again, and no two live
-        records share the values of a uniqueness constraint.
+        damage), and the indexes agree with the data: every index and uniqueness group
+        names properties the entity has, every indexed value encodes as an index key that
+        decodes again, and no two live records share the values of a uniqueness constraint.
+        Log format version 3 also persists index entries, in checkpoint records: every
+        checkpoint decodes against the stored schema and agrees with the records the
+        commits before it leave (the same transaction identifier and next primary key, the
+        same live keys per entity, and for each index exactly the entries computed from the
+        live records, key bytes and primary keys, in ascending key order).
 
         Prints "healthy", or "damaged" with the first bad offset and what is wrong there,
         then every problem found. Reads only; the file is not changed.
@@ -179,6 +185,12 @@ enum Help {
         Prints the size before and after, with a progress bar when standard output is a
         terminal. A damaged log is refused (run recover first). A JSON store holds no dead
         records and is not rewritten.
+
+        The log keeps its format version. A version 3 log is rewritten without a checkpoint
+        record (checkpoints are optional): the store builds its indexes from the records
+        the next time it opens the file, and writes a checkpoint again when it compacts,
+        when checkpoint() is called, or when it is closed with at least
+        minimumCommitBytes of commits in the file (1 MiB by default).
 
         OPTIONS:
           -h, --help   Show this help

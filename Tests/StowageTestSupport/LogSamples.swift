@@ -105,6 +105,81 @@ public enum LogSamples {
         try? FileManager.default.removeItem(at: directory.appendingPathComponent("photos-v2.stowlog.lock"))
     }
 
+    /// Saves one change to `store` as a save request, and returns the identifiers it made
+    /// permanent.
+    private static func save(
+        _ store: LogStore, _ inserted: [DefaultSnapshot], _ updated: [DefaultSnapshot] = [],
+        _ deleted: [DefaultSnapshot] = [], author: String? = nil
+    ) throws -> [PersistentIdentifier: PersistentIdentifier] {
+        try store.save(
+            DataStoreSaveChangesRequest(
+                editingState: EditingState(author: author), inserted: inserted, updated: updated, deleted: deleted)
+        ).remappedIdentifiers
+    }
+
+    /// The trips samples' commits, up to but not including Kyoto: (1) Lisbon with two
+    /// items, raw; (2) Oslo with twenty similar items, LZ4; (3) Lisbon's budget raised and
+    /// its charger deleted.
+    private static func saveLisbonAndOslo(_ store: LogStore) throws {
+        // 1: a small trip with two items (raw records).
+        let lisbon = snapshot(
+            "LogSampleTrip",
+            [
+                "name": .string("Lisbon"), "startDate": .date(Date(timeIntervalSince1970: 1_780_000_000)),
+                "budget": .double(900),
+            ])
+        let passport = snapshot(
+            "LogSampleItem",
+            ["name": .string("Passport"), "quantity": .int(1), "trip": .identifier(lisbon.persistentIdentifier)])
+        let charger = snapshot(
+            "LogSampleItem",
+            ["name": .string("Charger"), "quantity": .int(2), "trip": .identifier(lisbon.persistentIdentifier)])
+        var lisbonWithItems = lisbon
+        lisbonWithItems.values[schema.entitiesByName["LogSampleTrip"]!.property(named: "items")!.index] =
+            .array([.identifier(passport.persistentIdentifier), .identifier(charger.persistentIdentifier)])
+        let first = try save(store, [lisbonWithItems, passport, charger])
+        // 2: a trip with twenty similar items (compresses: an LZ4 record).
+        let oslo = snapshot(
+            "LogSampleTrip",
+            [
+                "name": .string("Oslo"), "startDate": .date(Date(timeIntervalSince1970: 1_790_000_000)),
+                "budget": .double(0), "note": .string("Bring wool, wool and more wool."),
+            ])
+        let socks = (1...20).map { n in
+            snapshot(
+                "LogSampleItem",
+                [
+                    "name": .string("Wool socks, pair \(n)"), "quantity": .int(Int64(n)),
+                    "trip": .identifier(oslo.persistentIdentifier),
+                ])
+        }
+        var osloWithItems = oslo
+        osloWithItems.values[schema.entitiesByName["LogSampleTrip"]!.property(named: "items")!.index] =
+            .array(socks.map { .identifier($0.persistentIdentifier) })
+        _ = try save(store, [osloWithItems] + socks)
+        // 3: update Lisbon's budget and drop the charger.
+        let lisbonID = first[lisbon.persistentIdentifier]!
+        let chargerID = first[charger.persistentIdentifier]!
+        let passportID = first[passport.persistentIdentifier]!
+        var lisbonValues = try store.snapshots(for: [lisbonID])[lisbonID]!.values
+        let tripEntity = schema.entitiesByName["LogSampleTrip"]!
+        lisbonValues[tripEntity.property(named: "budget")!.index] = .double(1250)
+        lisbonValues[tripEntity.property(named: "items")!.index] = .array([.identifier(passportID)])
+        _ = try save(
+            store, [], [DefaultSnapshot(persistentIdentifier: lisbonID, values: lisbonValues)],
+            [try store.snapshots(for: [chargerID])[chargerID]!], author: "sampler")
+    }
+
+    /// Kyoto, the trips samples' last trip.
+    private static func kyoto() -> DefaultSnapshot {
+        snapshot(
+            "LogSampleTrip",
+            [
+                "name": .string("Kyoto"), "startDate": .date(Date(timeIntervalSince1970: 1_800_000_000)),
+                "budget": .double(2400.5), "note": .string("Temples"),
+            ])
+    }
+
     /// Writes `trips-v1.stowlog` (four commits) and `trips-v1-torn.stowlog` (the last
     /// commit cut in half) into `directory`.
     public static func write(to directory: URL) throws {
@@ -112,71 +187,9 @@ public enum LogSamples {
         try? FileManager.default.removeItem(at: url)
         do {
             let store = try LogStore(configuration(url: url), migrationPlan: nil)
-            func save(
-                _ inserted: [DefaultSnapshot], _ updated: [DefaultSnapshot] = [], _ deleted: [DefaultSnapshot] = [],
-                author: String? = nil
-            ) throws -> [PersistentIdentifier: PersistentIdentifier] {
-                try store.save(
-                    DataStoreSaveChangesRequest(
-                        editingState: EditingState(author: author), inserted: inserted, updated: updated,
-                        deleted: deleted)
-                ).remappedIdentifiers
-            }
-            // 1: a small trip with two items (raw records).
-            let lisbon = snapshot(
-                "LogSampleTrip",
-                [
-                    "name": .string("Lisbon"), "startDate": .date(Date(timeIntervalSince1970: 1_780_000_000)),
-                    "budget": .double(900),
-                ])
-            let passport = snapshot(
-                "LogSampleItem",
-                ["name": .string("Passport"), "quantity": .int(1), "trip": .identifier(lisbon.persistentIdentifier)])
-            let charger = snapshot(
-                "LogSampleItem",
-                ["name": .string("Charger"), "quantity": .int(2), "trip": .identifier(lisbon.persistentIdentifier)])
-            var lisbonWithItems = lisbon
-            lisbonWithItems.values[schema.entitiesByName["LogSampleTrip"]!.property(named: "items")!.index] =
-                .array([.identifier(passport.persistentIdentifier), .identifier(charger.persistentIdentifier)])
-            let first = try save([lisbonWithItems, passport, charger])
-            // 2: a trip with twenty similar items (compresses: an LZ4 record).
-            let oslo = snapshot(
-                "LogSampleTrip",
-                [
-                    "name": .string("Oslo"), "startDate": .date(Date(timeIntervalSince1970: 1_790_000_000)),
-                    "budget": .double(0), "note": .string("Bring wool, wool and more wool."),
-                ])
-            let socks = (1...20).map { n in
-                snapshot(
-                    "LogSampleItem",
-                    [
-                        "name": .string("Wool socks, pair \(n)"), "quantity": .int(Int64(n)),
-                        "trip": .identifier(oslo.persistentIdentifier),
-                    ])
-            }
-            var osloWithItems = oslo
-            osloWithItems.values[schema.entitiesByName["LogSampleTrip"]!.property(named: "items")!.index] =
-                .array(socks.map { .identifier($0.persistentIdentifier) })
-            _ = try save([osloWithItems] + socks)
-            // 3: update Lisbon's budget and drop the charger.
-            let lisbonID = first[lisbon.persistentIdentifier]!
-            let chargerID = first[charger.persistentIdentifier]!
-            let passportID = first[passport.persistentIdentifier]!
-            var lisbonValues = try store.snapshots(for: [lisbonID])[lisbonID]!.values
-            let tripEntity = schema.entitiesByName["LogSampleTrip"]!
-            lisbonValues[tripEntity.property(named: "budget")!.index] = .double(1250)
-            lisbonValues[tripEntity.property(named: "items")!.index] = .array([.identifier(passportID)])
-            _ = try save(
-                [], [DefaultSnapshot(persistentIdentifier: lisbonID, values: lisbonValues)],
-                [try store.snapshots(for: [chargerID])[chargerID]!], author: "sampler")
+            try saveLisbonAndOslo(store)
             // 4: one more trip.
-            let kyoto = snapshot(
-                "LogSampleTrip",
-                [
-                    "name": .string("Kyoto"), "startDate": .date(Date(timeIntervalSince1970: 1_800_000_000)),
-                    "budget": .double(2400.5), "note": .string("Temples"),
-                ])
-            _ = try save([kyoto], author: "sampler")
+            _ = try save(store, [kyoto()], author: "sampler")
         }
         try? FileManager.default.removeItem(at: directory.appendingPathComponent("trips-v1.stowlog.lock"))
         // The torn copy: the last commit cut in half.
@@ -185,5 +198,43 @@ public enum LogSamples {
         let last = offsets[offsets.count - 2]
         let cut = Int(last) + Int(offsets[offsets.count - 1] - last) / 2
         try bytes.prefix(cut).write(to: directory.appendingPathComponent("trips-v1-torn.stowlog"))
+    }
+
+    /// Writes `trips-v3.stowlog` into `directory`: a version 3 log with the four commits of
+    /// `trips-v1.stowlog`, a checkpoint, one more commit (Oslo's twentieth pair of socks
+    /// deleted and Oslo updated without it), and a second checkpoint; so it holds a
+    /// superseded checkpoint and a last one, which ends the file. Closing adds nothing
+    /// (`checkpoints` is off).
+    public static func writeVersion3(to directory: URL) throws {
+        let url = directory.appendingPathComponent("trips-v3.stowlog")
+        try? FileManager.default.removeItem(at: url)
+        do {
+            var configuration = configuration(url: url, version: 3)
+            configuration.checkpoints = nil
+            let store = try LogStore(configuration, migrationPlan: nil)
+            try saveLisbonAndOslo(store)
+            // 4: one more trip.
+            _ = try save(store, [kyoto()], author: "sampler")
+            try store.checkpoint()
+            // 5: an update and a delete: Oslo's twentieth pair of socks goes.
+            let tripEntity = schema.entitiesByName["LogSampleTrip"]!
+            let items = tripEntity.property(named: "items")!.index
+            let name = tripEntity.property(named: "name")!.index
+            let oslo = store.allSnapshots(of: "LogSampleTrip").first { $0.values[name] == .string("Oslo") }!
+            let itemName = schema.entitiesByName["LogSampleItem"]!.property(named: "name")!.index
+            let socks = store.allSnapshots(of: "LogSampleItem").first {
+                $0.values[itemName] == .string("Wool socks, pair 20")
+            }!
+            var osloValues = oslo.values
+            if case .array(let references) = oslo.values[items] {
+                osloValues[items] = .array(references.filter { $0 != .identifier(socks.persistentIdentifier) })
+            }
+            _ = try save(
+                store, [], [DefaultSnapshot(persistentIdentifier: oslo.persistentIdentifier, values: osloValues)],
+                [socks], author: "sampler")
+            try store.checkpoint()
+            store.close()
+        }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("trips-v3.stowlog.lock"))
     }
 }

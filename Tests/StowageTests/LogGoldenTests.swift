@@ -137,4 +137,55 @@ struct LogGoldenTests {
         #expect(store.allSnapshots(of: "LogSampleTrip").count == 2)
         #expect(store.allSnapshots(of: "LogSampleItem").count == 21)
     }
+
+    @Test func theWriterReproducesTheVersion3Sample() throws {
+        if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
+            try LogSamples.writeVersion3(to: Self.samples)
+        }
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try LogSamples.writeVersion3(to: directory.url)
+        let url = directory.url.appendingPathComponent("trips-v3.stowlog")
+        let fresh = try Data(contentsOf: url)
+        #expect(fresh == (try Data(contentsOf: Self.samples.appendingPathComponent("trips-v3.stowlog"))))
+        #expect(fresh[8] == 3)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == ["trips-v3.stowlog"])
+        // The header record, four commits, a checkpoint, a commit, a checkpoint; then the end.
+        let offsets = try LogStore.recordOffsets(ofFileAt: url)
+        #expect(offsets.count == 9)
+        #expect(offsets.last == Int64(fresh.count))
+        let types = offsets.dropLast().map { fresh[Int($0) + 4] }
+        #expect(types == [1, 2, 2, 2, 2, 3, 2, 3])
+        // Up to the first checkpoint it is the version 1 sample, but for the file header
+        // (the version, and so its checksum): the same salt, header record and commits.
+        let v1 = try Data(contentsOf: Self.samples.appendingPathComponent("trips-v1.stowlog"))
+        #expect(offsets[5] == Int64(v1.count))
+        #expect(fresh[32..<v1.count] == v1[32...])
+    }
+
+    @Test func theVersion3SampleOpensFromItsLastCheckpoint() throws {
+        let (directory, url) = try Self.copy("trips-v3.stowlog")
+        defer { directory.remove() }
+        let size = try Data(contentsOf: url).count
+        var configuration = LogStoreConfiguration(url: url, recovery: .strict)
+        configuration.automaticCompaction = nil
+        configuration.checkpoints = nil
+        let container = try ModelContainer(for: LogSamples.schema, configurations: [configuration])
+        let store = try #require(container.storesForTesting.first as? LogStore)
+        #expect(store.openedFromCheckpoint)
+        #expect(store.lastRecovery == nil)
+        #expect(store.checkpointState.endsWithCheckpoint)
+        let context = ModelContext(container)
+        let trips = try context.fetch(FetchDescriptor<LogSampleTrip>(sortBy: [SortDescriptor(\.name)]))
+        #expect(trips.map(\.name) == ["Kyoto", "Lisbon", "Oslo"])
+        #expect(trips.map(\.budget) == [2400.5, 1250, 0])
+        #expect(trips[1].items.map(\.name) == ["Passport"])
+        #expect(trips[2].items.count == 19)
+        #expect(trips[2].items.map(\.quantity).reduce(0, +) == 190)
+        #expect(try context.fetchCount(FetchDescriptor<LogSampleItem>()) == 20)
+        #expect(trips.allSatisfy { $0.persistentModelID.storeIdentifier == LogSamples.storeIdentifier })
+        #expect(store.createdAt == LogSamples.firstTimestamp)
+        // Opening and reading wrote nothing.
+        #expect(try Data(contentsOf: url).count == size)
+    }
 }

@@ -1,7 +1,25 @@
 import Foundation
-@_spi(Testing) import Stowage
+import IndexKey
 import StowageTestSupport
 import Testing
+
+// `@testable` for the checkpoint codec (`LogCheckpoint`, `LogFormat.frame`), with which
+// the tests build checkpoints whose checksum is valid but whose contents are wrong.
+@_spi(Testing) @testable import Stowage
+
+/// A model whose external-storage attribute is indexed: the store indexes the bytes it
+/// reads back from the value's file, and so must the tool when it checks a checkpoint.
+@Model
+final class Scan {
+    var label: String
+    @Attribute(.externalStorage) var bytes: Data
+    #Index<Scan>([\.bytes], [\.label])
+
+    init(label: String, bytes: Data) {
+        self.label = label
+        self.bytes = bytes
+    }
+}
 
 @Suite("stowage command-line tool")
 struct StowageToolTests {
@@ -9,6 +27,7 @@ struct StowageToolTests {
     static let torn = "Formats/samples/trips-v1-torn.stowlog"
     static let json = "Formats/samples/json-v1.json"
     static let photos = "Formats/samples/photos-v2.stowlog"
+    static let tripsV3 = "Formats/samples/trips-v3.stowlog"
 
     @Test func theToolIsBuilt() {
         #expect(FileManager.default.isExecutableFile(atPath: Tool.executable.path), "missing \(Tool.executable.path)")
@@ -385,5 +404,380 @@ struct StowageToolTests {
         text = text.replacingOccurrences(of: "\"name\": \"Oslo\"", with: "\"name\": \"Lisbon\"")
         try Data(text.utf8).write(to: directory.appendingPathComponent("bad.json"))
         try Tool.golden("verify-bad-json", ["verify", "bad.json"], in: directory, status: 1)
+    }
+
+    // MARK: Format version 3: checkpoints
+
+    typealias LogRecord = (offset: Int64, type: UInt8, payload: [UInt8])
+
+    /// A log file's records, read with the store's own reader: each one's offset, type and
+    /// (decompressed) payload; and the file's salt.
+    static func records(of url: URL) throws -> (salt: UInt64, records: [LogRecord]) {
+        let fs = POSIXLogFileSystem()
+        let fd = try #require(try fs.open(url.path, mode: .existing))
+        defer { fs.close(fd) }
+        let size = try fs.size(fd)
+        guard case .success(let header) = LogFormat.decodeFileHeader(try fs.read(fd, count: 32, at: 0), fileSize: size)
+        else {
+            Issue.record("\(url.path) has no valid file header")
+            return (0, [])
+        }
+        var records: [LogRecord] = []
+        var offset = Int64(LogFormat.fileHeaderSize)
+        while case .record(let type, let payload, let next) = try LogFormat.readRecord(
+            fs, fd, at: offset, fileSize: size, salt: header.salt)
+        {
+            records.append((offset, type.rawValue, payload))
+            offset = next
+        }
+        #expect(offset == size, "\(url.path) is not whole")
+        return (header.salt, records)
+    }
+
+    /// Appends `checkpoint` to the log at `url` as a checkpoint record with a valid
+    /// checksum, and returns its offset.
+    @discardableResult
+    static func append(_ checkpoint: LogCheckpoint, to url: URL) throws -> Int64 {
+        let salt = try records(of: url).salt
+        var bytes = try Data(contentsOf: url)
+        let offset = Int64(bytes.count)
+        bytes.append(
+            contentsOf: LogFormat.frame(type: .checkpoint, payload: checkpoint.encode(), salt: salt, offset: offset))
+        try bytes.write(to: url)
+        return offset
+    }
+
+    @Test func theVersion3SampleWithCheckpoints() throws {
+        try Tool.golden("inspect-trips-v3", ["inspect", Self.tripsV3], status: 0)
+        try Tool.golden("inspect-trips-v3-json", ["inspect", "--json", Self.tripsV3], status: 0)
+        try Tool.golden("inspect-trips-v3-map", ["inspect", "--map", "--width", "50", Self.tripsV3], status: 0)
+        try Tool.golden("verify-trips-v3", ["verify", Self.tripsV3], status: 0)
+        try Tool.golden("dump-trips-v3", ["dump", Self.tripsV3], status: 0)
+        try Tool.golden("history-trips-v3", ["history", Self.tripsV3], status: 0)
+
+        // The counts and the byte accounting, from the records themselves.
+        let sample = Tool.sample("trips-v3.stowlog")
+        let records = try Self.records(of: sample).records
+        #expect(records.map(\.type) == [1, 2, 2, 2, 2, 3, 2, 3])
+        let size = Int64(try Data(contentsOf: sample).count)
+        let first = records[5].offset
+        let firstLength = records[6].offset - first
+        let last = records[7].offset
+        let run = try Tool.run(["inspect", "--json", Self.tripsV3])
+        let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        let log = try #require(object?["log"] as? [String: Any])
+        #expect(object?["formatVersion"] as? Int == 3)
+        #expect(log["checkpoints"] as? Int == 2)
+        #expect(log["commits"] as? Int == 5)
+        let lastCheckpoint = log["lastCheckpoint"] as? [String: Any]
+        #expect(lastCheckpoint?["offset"] as? Int == Int(last))
+        #expect(lastCheckpoint?["length"] as? Int == Int(size - last))
+        #expect(lastCheckpoint?["transactionID"] as? Int == 5)
+        #expect(lastCheckpoint?["records"] as? Int == 23)
+        #expect(lastCheckpoint?["commitsAfter"] as? Int == 0)
+        let live = log["liveBytes"] as? Int ?? 0
+        let dead = log["deadBytes"] as? Int ?? 0
+        #expect(live + dead == Int(size))
+        // The superseded checkpoint is dead in full, the last one live: the dead bytes are
+        // those of the same commits without checkpoints, plus the first checkpoint's.
+        let commitsOnly = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: commitsOnly) }
+        let prefix = commitsOnly.appendingPathComponent("prefix.stowlog")
+        try Data(contentsOf: sample).prefix(Int(first)).write(to: prefix)
+        let prefixRun = try Tool.run(["inspect", "--json", prefix.path])
+        let prefixObject = try JSONSerialization.jsonObject(with: Data(prefixRun.stdout.utf8)) as? [String: Any]
+        let prefixLog = try #require(prefixObject?["log"] as? [String: Any])
+        #expect(prefixLog["checkpoints"] as? Int == 0)
+        #expect(prefixLog["lastCheckpoint"] is NSNull)
+        #expect(run.stdout.contains("\"map\"") == false)
+        // Commit 5 kills versions of commit 2; the prefix has only the first four commits.
+        #expect(dead > (prefixLog["deadBytes"] as? Int ?? 0) + Int(firstLength))
+        let dump = try Tool.run(["dump", Self.tripsV3])
+        #expect(dump.stdout.split(separator: "\n").count == 23)
+        #expect(!dump.stdout.contains("pair 20"))
+    }
+
+    @Test func aCheckpointIsDamageInAVersion1File() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v1.stowlog", to: directory, as: "store.stowlog")
+        // A checkpoint that agrees with the records, checksum and all: still damage here.
+        let offset = try Self.append(
+            LogCheckpoint(
+                transactionID: 4, nextPrimaryKey: 26,
+                entities: [
+                    .init(entityIndex: 0, keys: [1, 4, 25], indexes: []),
+                    .init(entityIndex: 1, keys: [2] + Array(5...24), indexes: []),
+                ]), to: url)
+        #expect(offset == 876)
+        try Tool.golden("verify-v1-with-checkpoint", ["verify", "store.stowlog"], in: directory, status: 1)
+        let recover = try Tool.run(["recover", "--backup", "store.backup", "store.stowlog"], in: directory)
+        #expect(recover.status == 0, "\(recover.transcript)")
+        #expect(try Data(contentsOf: url) == (try Data(contentsOf: Tool.sample("trips-v1.stowlog"))))
+    }
+
+    @Test func aFlippedByteInACheckpoint() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v3.stowlog", to: directory, as: "store.stowlog")
+        let original = try Data(contentsOf: url)
+        let records = try Self.records(of: url).records
+        // The first checkpoint, superseded by the second: flip a byte of its payload.
+        let checkpoint = records[5].offset
+        #expect(records[5].type == 3)
+        var bytes = [UInt8](original)
+        bytes[Int(checkpoint) + 16 + 6] ^= 0x01
+        try Data(bytes).write(to: url)
+        try Tool.golden("verify-v3-flipped-checkpoint", ["verify", "store.stowlog"], in: directory, status: 1)
+        let verify = try Tool.run(["verify", "--json", "store.stowlog"], in: directory)
+        let object = try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any]
+        #expect(object?["firstBadOffset"] as? Int == Int(checkpoint))
+        // Recovery keeps what comes before it: the four commits, and nothing after.
+        try Tool.golden(
+            "recover-v3-flipped-checkpoint", ["recover", "--backup", "store.backup", "store.stowlog"], in: directory,
+            status: 0)
+        #expect(try Data(contentsOf: url) == original.prefix(Int(checkpoint)))
+        #expect(try Data(contentsOf: directory.appendingPathComponent("store.backup")) == Data(bytes))
+        let healthy = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(healthy.status == 0, "\(healthy.transcript)")
+        #expect(healthy.stdout.contains("the header, 4 commits and 0 checkpoints"), "\(healthy.stdout)")
+
+        // The last checkpoint flipped: recovery keeps every commit.
+        bytes = [UInt8](original)
+        let last = records[7].offset
+        bytes[bytes.count - 2] ^= 0x40
+        try Data(bytes).write(to: url)
+        let damaged = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(damaged.status == 1)
+        #expect(damaged.stdout.contains("damaged at offset \(last): "), "\(damaged.stdout)")
+        #expect(try Tool.run(["recover", "--backup", "store.backup2", "store.stowlog"], in: directory).status == 0)
+        #expect(try Data(contentsOf: url) == original.prefix(Int(last)))
+        let dump = try Tool.run(["dump", "store.stowlog"], in: directory)
+        #expect(dump.stdout == (try Tool.run(["dump", Self.tripsV3]).stdout))
+    }
+
+    @Test func aCheckpointThatDisagreesWithTheCommits() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v3.stowlog", to: directory, as: "store.stowlog")
+        // Item 23 left out, deleted item 24 listed instead; and the transaction before.
+        let items = [2] + Array(5...22) + [24]
+        let offset = try Self.append(
+            LogCheckpoint(
+                transactionID: 4, nextPrimaryKey: 26,
+                entities: [
+                    .init(entityIndex: 0, keys: [1, 4, 25], indexes: []),
+                    .init(entityIndex: 1, keys: items.map(Int64.init), indexes: []),
+                ]), to: url)
+        try Tool.golden("verify-v3-wrong-checkpoint", ["verify", "store.stowlog"], in: directory, status: 1)
+        let verify = try Tool.run(["verify", "--json", "store.stowlog"], in: directory)
+        let object = try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any]
+        let problems = object?["problems"] as? [[String: Any]] ?? []
+        #expect(problems.count == 2)
+        #expect(problems.allSatisfy { $0["offset"] as? Int == Int(offset) })
+        // The framing is whole: it is not damage, and recover leaves the file alone.
+        let inspect = try Tool.run(["inspect", "store.stowlog"], in: directory)
+        #expect(inspect.status == 0)
+        #expect(inspect.stdout.contains("with 2 problems in records"), "\(inspect.stdout)")
+        #expect(try Tool.run(["recover", "store.stowlog"], in: directory).stdout.contains("is whole"))
+
+        // A checkpoint with only an entity missing, and one listing an entity with no record.
+        let missing = try Tool.copySample("trips-v3.stowlog", to: directory, as: "missing.stowlog")
+        try Self.append(
+            LogCheckpoint(
+                transactionID: 5, nextPrimaryKey: 26, entities: [.init(entityIndex: 0, keys: [1, 4, 25], indexes: [])]),
+            to: missing)
+        let run = try Tool.run(["verify", "missing.stowlog"], in: directory)
+        #expect(run.status == 1)
+        #expect(
+            run.stdout.contains("leaves out LogSampleItem, which has 20 live records there"), "\(run.transcript)")
+        // The sample's own checkpoints, appended again: both agree with the records still.
+        let again = try Tool.copySample("trips-v3.stowlog", to: directory, as: "again.stowlog")
+        let sample = try Self.records(of: again).records
+        let schema = try LogCodec.decodeHeader(sample[0].payload, formatVersion: 3).schema
+        let lastCheckpoint = try LogCheckpoint.decode(sample[7].payload, schema: schema)
+        try Self.append(lastCheckpoint, to: again)
+        #expect(try Tool.run(["verify", "again.stowlog"], in: directory).status == 0)
+        let firstCheckpoint = try LogCheckpoint.decode(sample[5].payload, schema: schema)
+        let stale = try Self.append(firstCheckpoint, to: again)
+        let staleRun = try Tool.run(["verify", "again.stowlog"], in: directory)
+        #expect(staleRun.status == 1)
+        #expect(
+            staleRun.stdout.contains(
+                "offset \(stale): the checkpoint at offset \(stale) covers transaction 4, but the commits before it "
+                    + "end with transaction 5"), "\(staleRun.stdout)")
+    }
+
+    /// A store with uniqueness constraints and indexes (Person, Chore), written through
+    /// `ModelContainer` and closed, so that it ends with a checkpoint.
+    static func writeIndexedStore(at url: URL) throws {
+        var configuration = LogStoreConfiguration(schema: Schema([Person.self, Chore.self]), url: url)
+        configuration.checkpoints = .init(minimumCommitBytes: 0)
+        let container = try ModelContainer(for: Schema([Person.self, Chore.self]), configurations: [configuration])
+        let context = ModelContext(container)
+        var people: [Person] = []
+        for i in 0..<30 {
+            let person = Person(email: "p\(i)@example.com", name: "Name \(i % 7)", age: (i * 37) % 90)
+            context.insert(person)
+            people.append(person)
+        }
+        for i in 0..<40 {
+            context.insert(
+                Chore(
+                    seq: i, title: "Chore \(i % 11)", priority: i % 5, isCompleted: i % 3 == 0,
+                    dueDate: i % 4 == 0 ? nil : Date(timeIntervalSince1970: Double(i * 1000))))
+        }
+        try context.save()
+        for person in people.prefix(10) { person.age += 100 }
+        for person in people.suffix(5) { context.delete(person) }
+        try context.save()
+    }
+
+    @Test func aStoreWrittenByModelContainerEndsWithACheckpointThatVerifies() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("indexed.store")
+        try Self.writeIndexedStore(at: url)
+        let records = try Self.records(of: url).records
+        #expect(records.last?.type == 3, "closing the container should have written a checkpoint")
+        let verify = try Tool.run(["verify", "indexed.store"], in: directory)
+        #expect(verify.status == 0, "\(verify.transcript)")
+        #expect(verify.stdout.contains("checkpoints: 1, checked against"), "\(verify.stdout)")
+        #expect(verify.stdout.contains("indexes: 2 uniqueness constraints and 6 indexes checked"), "\(verify.stdout)")
+        let inspect = try Tool.run(["inspect", "indexed.store"], in: directory)
+        #expect(inspect.stdout.contains("checkpoints:       1\n"), "\(inspect.stdout)")
+        #expect(
+            inspect.stdout.contains("last checkpoint:   transaction 2 at offset \(records.last?.offset ?? 0) ("),
+            "\(inspect.stdout)")
+        #expect(inspect.stdout.contains(", the last record\n"), "\(inspect.stdout)")
+        // The store's own compaction ends with a checkpoint too; the tool's writes none.
+        do {
+            var configuration = LogStoreConfiguration(schema: Schema([Person.self, Chore.self]), url: url)
+            configuration.checkpoints = nil
+            let store = try LogStore(configuration, migrationPlan: nil)
+            #expect(store.openedFromCheckpoint)
+            try store.compact()
+            store.close()
+        }
+        #expect(try Self.records(of: url).records.last?.type == 3)
+        #expect(try Tool.run(["verify", "indexed.store"], in: directory).status == 0)
+        let before = try Tool.run(["dump", "indexed.store"], in: directory).stdout
+        #expect(try Tool.run(["compact", "indexed.store"], in: directory).status == 0)
+        #expect(try Self.records(of: url).records.map(\.type) == [1, 2])
+        let compacted = try Tool.run(["inspect", "--json", "indexed.store"], in: directory)
+        let object = try JSONSerialization.jsonObject(with: Data(compacted.stdout.utf8)) as? [String: Any]
+        #expect(object?["formatVersion"] as? Int == 3)
+        #expect((object?["log"] as? [String: Any])?["checkpoints"] as? Int == 0)
+        #expect(try Tool.run(["verify", "indexed.store"], in: directory).status == 0)
+        #expect(try Tool.run(["dump", "indexed.store"], in: directory).stdout == before)
+        // The store opens the tool's rewrite, building its indexes from the records.
+        let store = try LogStore(
+            LogStoreConfiguration(schema: Schema([Person.self, Chore.self]), url: url), migrationPlan: nil)
+        #expect(!store.openedFromCheckpoint)
+        #expect(store.recordCount == 65)
+        store.close()
+    }
+
+    @Test func aCheckpointWithASwappedIndexEntry() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("indexed.store")
+        try Self.writeIndexedStore(at: url)
+        let original = try Data(contentsOf: url)
+        let records = try Self.records(of: url).records
+        let schema = try LogCodec.decodeHeader(records[0].payload, formatVersion: 3).schema
+        let payload = try #require(records.last { $0.type == 3 }?.payload)
+        let checkpoint = try LogCheckpoint.decode(payload, schema: schema)
+        let person = try #require(schema.entities.firstIndex { $0.name == "Person" })
+        let position = try #require(checkpoint.entities.firstIndex { $0.entityIndex == person })
+        // Person's first index is its first uniqueness constraint: swap the records of its
+        // first two entries (the sum of the primary keys stays the same).
+        let constraint = schema.entities[person].uniqueness[0].joined(separator: ", ")
+        var swapped = checkpoint
+        swapped.entities[position].indexes[0].primaryKeys.swapAt(0, 1)
+        let entries = checkpoint.entities[position].indexes[0]
+        let offset = try Self.append(swapped, to: url)
+        let run = try Tool.run(["verify", "indexed.store"], in: directory)
+        #expect(run.status == 1, "\(run.transcript)")
+        #expect(
+            run.stdout.contains(
+                "offset \(offset): the checkpoint at offset \(offset) has entry 1 of the uniqueness constraint "
+                    + "Person(\(constraint)) wrong: it holds key \(Self.hex(entries.keys[0])) for Person "
+                    + "\(entries.primaryKeys[1]), where the records give key \(Self.hex(entries.keys[0])) for Person "
+                    + "\(entries.primaryKeys[0])"), "\(run.stdout)")
+        #expect(run.stdout.contains("1 problem:"), "\(run.stdout)")
+        // A key that is not the record's (still in ascending order): the last entry of
+        // Chore's last index, Chore(priority), with a byte more.
+        let chore = try #require(schema.entities.firstIndex { $0.name == "Chore" })
+        let chorePosition = try #require(checkpoint.entities.firstIndex { $0.entityIndex == chore })
+        var wrongKey = checkpoint
+        let count = wrongKey.entities[chorePosition].indexes[3].keys.count
+        #expect(count == 40)
+        wrongKey.entities[chorePosition].indexes[3].keys[count - 1].bytes.append(0)
+        try original.write(to: url)
+        let wrongOffset = try Self.append(wrongKey, to: url)
+        let wrong = try Tool.run(["verify", "indexed.store"], in: directory)
+        #expect(wrong.status == 1, "\(wrong.transcript)")
+        #expect(
+            wrong.stdout.contains(
+                "the checkpoint at offset \(wrongOffset) has entry 40 of the index Chore(priority) wrong"),
+            "\(wrong.stdout)")
+        #expect(wrong.stdout.contains("1 problem:"), "\(wrong.stdout)")
+    }
+
+    @Test func aCheckpointOfAnIndexedExternalValue() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("scans.store")
+        func open() throws -> ModelContainer {
+            var configuration = LogStoreConfiguration(schema: Schema([Scan.self]), url: url)
+            configuration.checkpoints = .init(minimumCommitBytes: 0)
+            return try ModelContainer(for: Schema([Scan.self]), configurations: [configuration])
+        }
+        do {
+            let context = ModelContext(try open())
+            for n in 0..<4 {
+                context.insert(Scan(label: "scan \(n)", bytes: LogSamples.photoBytes(UInt8(n), count: 300)))
+            }
+            try context.save()
+        }
+        // Closing wrote a checkpoint whose Scan(bytes) entries hold the files' bytes.
+        let first = try Tool.run(["verify", "scans.store"], in: directory)
+        #expect(first.status == 0, "\(first.transcript)")
+        #expect(first.stdout.contains("external values: 4 files"), "\(first.stdout)")
+        // A new value for one scan; the next open deletes the old value's file, which the
+        // first checkpoint's entries were computed from.
+        do {
+            let context = ModelContext(try open())
+            let scans = try context.fetch(FetchDescriptor<Scan>(sortBy: [SortDescriptor(\.label)]))
+            scans[0].bytes = LogSamples.photoBytes(9, count: 200)
+            try context.save()
+        }
+        _ = try open()
+        let blobs = try FileManager.default.contentsOfDirectory(atPath: url.path + ".blobs")
+        #expect(blobs.count == 4, "the replaced value's file should be gone: \(blobs)")
+        let records = try Self.records(of: url).records
+        #expect(records.filter { $0.type == 3 }.count == 2)
+        let verify = try Tool.run(["verify", "scans.store"], in: directory)
+        #expect(verify.status == 0, "\(verify.transcript)")
+        #expect(verify.stdout.contains("checkpoints: 2, each checked"), "\(verify.stdout)")
+        // A checkpoint that lists the old bytes' key for the new value is caught.
+        let schema = try LogCodec.decodeHeader(records[0].payload, formatVersion: 3).schema
+        let firstCheckpoint = try LogCheckpoint.decode(
+            try #require(records.first { $0.type == 3 }?.payload), schema: schema)
+        var stale = firstCheckpoint
+        stale.transactionID = 2
+        let offset = try Self.append(stale, to: url)
+        let caught = try Tool.run(["verify", "scans.store"], in: directory)
+        #expect(caught.status == 1, "\(caught.transcript)")
+        #expect(caught.stdout.contains("1 problem:"), "\(caught.stdout)")
+        #expect(
+            caught.stdout.contains("the checkpoint at offset \(offset) has entry ")
+                && caught.stdout.contains(" of the index Scan(bytes) wrong"), "\(caught.stdout)")
+    }
+
+    static func hex(_ key: IndexKey) -> String {
+        key.bytes.prefix(32).map { String(format: "%02x", $0) }.joined()
+            + (key.bytes.count > 32 ? "… (\(key.bytes.count) bytes)" : "")
     }
 }

@@ -6,29 +6,40 @@ import Foundation
 /// written. It folds the commits into the live records, as opening does, and keeps
 /// what `inspect`, `history` and `verify` show.
 ///
+/// Checkpoint records (format version 3) are decoded against the stored schema and
+/// compared with the records the commits before them leave
+/// (``ToolVerifier/checkpointProblems(_:at:expected:schema:blobs:)``); what disagrees is
+/// a problem at the checkpoint's offset. In a version 1 or 2 file a checkpoint is damage.
+///
 /// Live and dead bytes: a commit record none of whose writes is still the current version
 /// of a live record is dead in full (frame included). A commit that still holds a live
 /// version is live, except for the share of its bytes (frame included, rounded down) that
 /// its superseded writes and its delete entries take up in its uncompressed payload. The
-/// file header and the header record count as live. Bytes after the valid prefix count as
-/// neither.
+/// last checkpoint is live, every earlier one dead (`Formats/log.md`). The file header and
+/// the header record count as live. Bytes after the valid prefix count as neither.
 enum LogFileScanner {
     /// What a record of each type means to this reader: the one place that knows the
-    /// record types, so that format version 2 (checkpoints, type 3) is added here.
+    /// record types and which format version has them.
     private enum RecordRole {
         case commit
+        case checkpoint
         case unexpected(String)
     }
 
     private static func role(of type: LogFormat.RecordType, formatVersion: Int, at offset: Int64) -> RecordRole {
+        let hasCheckpoints = formatVersion >= 3
         switch type {
         case .commit:
             return .commit
+        case .checkpoint where hasCheckpoints:
+            return .checkpoint
         case .checkpoint:
             return .unexpected(
                 "a checkpoint record (type 3) at offset \(offset): format version \(formatVersion) has no checkpoints")
         case .header:
-            return .unexpected("a second header record at offset \(offset), where only commits may follow the header")
+            return .unexpected(
+                "a second header record at offset \(offset), where only commits "
+                    + (hasCheckpoints ? "and checkpoints " : "") + "may follow the header")
         }
     }
 
@@ -116,6 +127,24 @@ enum LogFileScanner {
         var accounting: [Accounting] = []
         var lastTransaction: UInt64 = 0
         var nextPrimaryKey: Int64 = 1
+        var checkpoints: [ToolCheckpoint] = []
+        let blobs = ToolExternalReader(logPath: path)
+
+        /// An entity's live records, in primary-key order.
+        func liveRecords(of name: String) -> [ToolRecord] {
+            let entityIndex = map.indexByName[name] ?? 0
+            return (live[name] ?? [:]).sorted { $0.key < $1.key }.map { key, version in
+                var record = ToolRecord(
+                    key: key, values: version.values,
+                    offset: version.commit < log.commits.count ? log.commits[version.commit].offset : nil)
+                for reference in version.external {
+                    record.external[reference.property] = ToolExternalValue(
+                        fileName: reference.fileName(entityIndex: entityIndex, primaryKey: key),
+                        byteCount: reference.byteCount, checksum: reference.checksum, reference: reference)
+                }
+                return record
+            }
+        }
         scan: while true {
             let outcome = try read(offset)
             switch outcome {
@@ -129,6 +158,34 @@ enum LogFileScanner {
                 case .unexpected(let reason):
                     store.damage = ToolProblem(offset: offset, message: reason)
                     break scan
+                case .checkpoint:
+                    let checkpoint: LogCheckpoint
+                    do {
+                        checkpoint = try LogCheckpoint.decode(payload, schema: description)
+                    } catch {
+                        store.damage = ToolProblem(
+                            offset: offset, message: "the checkpoint at offset \(offset) does not decode: \(error)")
+                        break scan
+                    }
+                    var records: [String: [ToolRecord]] = [:]
+                    for name in map.names where records[name] == nil { records[name] = liveRecords(of: name) }
+                    store.problems += ToolVerifier.checkpointProblems(
+                        checkpoint, at: offset,
+                        expected: ToolVerifier.CheckpointExpectation(
+                            transactionID: lastTransaction, nextPrimaryKey: nextPrimaryKey, records: records),
+                        schema: schema, blobs: blobs)
+                    let stored = next - offset - Int64(LogFormat.frameSize)
+                    checkpoints.append(
+                        ToolCheckpoint(
+                            offset: offset, recordLength: next - offset, payloadLength: Int64(payload.count),
+                            isCompressed: stored != Int64(payload.count), transactionID: checkpoint.transactionID,
+                            nextPrimaryKey: checkpoint.nextPrimaryKey,
+                            records: checkpoint.entities.reduce(0) { $0 + $1.keys.count },
+                            // Minus the commits before it; the total is added at the end.
+                            commitsAfter: -log.commits.count))
+                    log.payloadBytes += Int64(payload.count)
+                    log.storedPayloadBytes += stored
+                    offset = next
                 case .commit:
                     let commit: LogCommit
                     do {
@@ -227,6 +284,19 @@ enum LogFileScanner {
                     ToolRegion(offset: commit.offset, length: commit.recordLength, kind: .live, deadLength: dead))
             }
         }
+        // Checkpoints: the last one is live, every earlier one dead.
+        for (i, checkpoint) in checkpoints.enumerated() {
+            let isLast = i == checkpoints.count - 1
+            if !isLast { deadBytes += checkpoint.recordLength }
+            log.regions.append(
+                ToolRegion(
+                    offset: checkpoint.offset, length: checkpoint.recordLength, kind: .checkpoint,
+                    deadLength: isLast ? 0 : checkpoint.recordLength))
+            checkpoints[i].commitsAfter += log.commits.count
+        }
+        log.regions.sort { $0.offset < $1.offset }
+        log.checkpoints = checkpoints.count
+        log.lastCheckpoint = checkpoints.last
         log.deadVersions =
             log.commits.reduce(0) { $0 + $1.inserts + $1.updates + $1.deletes }
             - live.values.reduce(0) { $0 + $1.count }
@@ -238,19 +308,9 @@ enum LogFileScanner {
 
         var maximumKey: Int64 = 0
         for entity in schema.entities {
-            let versions = live[entity.name] ?? [:]
-            store.records[entity.name] = versions.keys.sorted().map { key in
-                let version = versions[key]!
-                maximumKey = max(maximumKey, key)
-                var record = ToolRecord(key: key, values: version.values, offset: log.commits[version.commit].offset)
-                let entityIndex = map.indexByName[entity.name] ?? 0
-                for reference in version.external {
-                    record.external[reference.property] = ToolExternalValue(
-                        fileName: reference.fileName(entityIndex: entityIndex, primaryKey: key),
-                        byteCount: reference.byteCount, checksum: reference.checksum, reference: reference)
-                }
-                return record
-            }
+            let records = liveRecords(of: entity.name)
+            maximumKey = max(maximumKey, records.last?.key ?? 0)
+            store.records[entity.name] = records
         }
         store.nextPrimaryKey = max(nextPrimaryKey, maximumKey &+ 1)
         store.log = log

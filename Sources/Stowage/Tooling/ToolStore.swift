@@ -141,7 +141,8 @@ package struct ToolRegion: Sendable, Equatable {
         case live
         /// Bytes that hold only superseded or deleted versions.
         case dead
-        /// A checkpoint record (format version 2).
+        /// A checkpoint record (format version 3): the last one is live, every earlier one
+        /// dead (its `deadLength` is its length).
         case checkpoint
         /// Bytes after the valid prefix: a torn or damaged tail.
         case damaged
@@ -150,7 +151,8 @@ package struct ToolRegion: Sendable, Equatable {
     package var offset: Int64
     package var length: Int64
     package var kind: Kind
-    /// For a commit that holds live versions: how many of its bytes are dead.
+    /// For a commit that holds live versions: how many of its bytes are dead; for a
+    /// superseded checkpoint, all of them.
     package var deadLength: Int64 = 0
 }
 
@@ -164,7 +166,10 @@ package struct ToolLogDetails: Sendable {
     /// The length of the valid prefix.
     package var validLength: Int64
     package var commits: [ToolCommit]
+    /// Checkpoint records (format version 3).
     package var checkpoints: Int
+    /// The last of them: the one whose bytes are live.
+    package var lastCheckpoint: ToolCheckpoint? = nil
     package var liveBytes: Int64
     package var deadBytes: Int64
     /// Record versions (writes) no longer current, and delete entries.

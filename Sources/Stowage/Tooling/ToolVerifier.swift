@@ -235,33 +235,29 @@ package enum ToolVerifier {
         return problems
     }
 
-    /// Version 1 persists no index, so "the indexes agree with the data" means: every
-    /// index and uniqueness group names properties the entity has, every indexed value
-    /// encodes as an index key that decodes again, and no two live records share the key
-    /// of a uniqueness constraint.
+    /// Every index and uniqueness group names properties the entity has, every indexed
+    /// value encodes as an index key that decodes again, and no two live records share the
+    /// key of a uniqueness constraint. (What a version 3 log persists of its indexes, its
+    /// checkpoints, is checked as the file is read: ``checkpointProblems(_:at:expected:schema:blobs:)``.)
     private static func indexes(_ store: ToolStore, _ schema: ToolSchema) -> [ToolProblem] {
         var problems: [ToolProblem] = []
+        let blobs = ToolExternalReader(logPath: store.path)
         for entity in schema.entities {
             let records = store.records[entity.name] ?? []
-            let groups = entity.unique.map { ($0, true) } + entity.indexes.map { ($0, false) }
-            for (names, isUnique) in groups {
-                let what = isUnique ? "uniqueness constraint" : "index"
-                let columns = names.map { name in entity.properties.firstIndex { $0.name == name } }
-                if let missing = zip(names, columns).first(where: { $0.1 == nil }) {
+            for index in ToolIndex.groups(of: entity) {
+                if let missing = index.missingName {
                     problems.append(
                         ToolProblem(
                             offset: store.log?.dataStart == nil ? nil : Int64(LogFormat.fileHeaderSize),
-                            message: "the \(what) \(entity.name)(\(names.joined(separator: ", "))) names "
-                                + "\(missing.0), which \(entity.name) does not have"))
+                            message: "the \(index.kind) \(index.label) names \(missing), which \(entity.name) does "
+                                + "not have"))
                     continue
                 }
                 var seen: [IndexKey: Int64] = [:]
                 for record in records {
-                    var encoder = IndexKeyEncoder()
-                    for column in columns.compactMap({ $0 }) {
-                        EntityIndex.append(column < record.values.count ? record.values[column] : .null, to: &encoder)
-                    }
-                    let key = encoder.key
+                    // A record whose external file is missing is reported by `externalFiles`.
+                    guard let values = blobs.values(of: record, for: index) else { continue }
+                    let key = index.tupleKey(values)
                     do {
                         var decoder = IndexKeyDecoder(key)
                         _ = try decoder.decodeAll()
@@ -269,20 +265,103 @@ package enum ToolVerifier {
                         problems.append(
                             ToolProblem(
                                 offset: record.offset,
-                                message: "\(entity.name) \(record.key): its key for the \(what) "
-                                    + "\(entity.name)(\(names.joined(separator: ", "))) does not decode: \(error)"))
+                                message: "\(entity.name) \(record.key): its key for the \(index.kind) "
+                                    + "\(index.label) does not decode: \(error)"))
                     }
-                    guard isUnique else { continue }
+                    guard index.isUnique else { continue }
                     if let first = seen.updateValue(record.key, forKey: key) {
                         problems.append(
                             ToolProblem(
                                 offset: record.offset,
                                 message: "\(entity.name) records \(first) and \(record.key) have the same "
-                                    + "\(names.joined(separator: ", ")), which must be unique"))
+                                    + "\(index.names.joined(separator: ", ")), which must be unique"))
                     }
                 }
             }
         }
         return problems
+    }
+}
+
+/// One index of a stored entity, and the keys the store files records under in it
+/// (``EntityIndex/entryKey(_:primaryKey:)``, `Formats/index-key.md`), computed from the
+/// values the file holds. `verify` checks index keys and uniqueness with it, and compares
+/// a checkpoint's entries (format version 3) with the ones it computes.
+struct ToolIndex {
+    let entityName: String
+    /// The group's property names, as the schema lists them.
+    let names: [String]
+    /// The positions of the named properties the entity has, in the group's order. (The
+    /// store leaves a name the entity lacks out of the key; ``missingName`` reports it.)
+    let columns: [Int]
+    /// The first name the entity has no property for.
+    let missingName: String?
+    let isUnique: Bool
+
+    init(entity: ToolSchema.Entity, names: [String], isUnique: Bool) {
+        entityName = entity.name
+        self.names = names
+        let positions = names.map { name in entity.properties.firstIndex { $0.name == name } }
+        columns = positions.compactMap { $0 }
+        missingName = zip(names, positions).first { $0.1 == nil }?.0
+        self.isUnique = isUnique
+    }
+
+    var kind: String { isUnique ? "uniqueness constraint" : "index" }
+    /// `Entity(a, b)`.
+    var label: String { "\(entityName)(\(names.joined(separator: ", ")))" }
+
+    /// The entity's uniqueness constraints, then every `#Index` group, as the schema lists them.
+    static func groups(of entity: ToolSchema.Entity) -> [ToolIndex] {
+        entity.unique.map { ToolIndex(entity: entity, names: $0, isUnique: true) }
+            + entity.indexes.map { ToolIndex(entity: entity, names: $0, isUnique: false) }
+    }
+
+    /// The indexes the store keeps for the entity, in its order (``SnapshotTable``, and a
+    /// checkpoint's, ``LogCheckpoint/indexCount(of:)``): the uniqueness constraints, then
+    /// the `#Index` groups that are not also one.
+    static func storeOrder(of entity: ToolSchema.Entity) -> [ToolIndex] {
+        entity.unique.map { ToolIndex(entity: entity, names: $0, isUnique: true) }
+            + entity.indexes.filter { !entity.unique.contains($0) }.map {
+                ToolIndex(entity: entity, names: $0, isUnique: false)
+            }
+    }
+
+    /// The encoded tuple of a record's indexed values.
+    func tupleKey(_ values: [SnapshotValue]) -> IndexKey {
+        var encoder = IndexKeyEncoder()
+        for column in columns {
+            EntityIndex.append(column < values.count ? values[column] : .null, to: &encoder)
+        }
+        return encoder.key
+    }
+
+    /// The key the store files a record under: the tuple, and for an index that is not a
+    /// uniqueness constraint the primary key after it, as ``EntityIndex`` does.
+    func entryKey(_ values: [SnapshotValue], primaryKey: Int64) -> IndexKey {
+        let tuple = tupleKey(values)
+        return isUnique ? tuple : tuple.appendingPrimaryKey(primaryKey)
+    }
+}
+
+/// Reads back values a log keeps in files beside it (`<file>.blobs/`, format version 2
+/// and later) for index keys: the store holds their bytes in memory and indexes them,
+/// while the tool's records hold `.null` in their slots.
+struct ToolExternalReader {
+    let directory: String
+
+    init(logPath: String) { directory = logPath + ".blobs/" }
+
+    /// `record`'s values with the external ones that `index` reads put in their slots;
+    /// `nil` when one of their files cannot be read.
+    func values(of record: ToolRecord, for index: ToolIndex) -> [SnapshotValue]? {
+        var values = record.values
+        for column in index.columns {
+            guard let external = record.external[column] else { continue }
+            guard column < values.count, let data = FileManager.default.contents(atPath: directory + external.fileName)
+            else { return nil }
+            values[column] = .data(data)
+        }
+        return values
     }
 }
