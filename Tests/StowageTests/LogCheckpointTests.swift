@@ -405,3 +405,30 @@ struct LogCheckpointTests {
         }
     }
 }
+
+extension LogCheckpointTests {
+    /// An erased store's file has no commit: its checkpoint records transaction 0, as
+    /// `Formats/log.md` says, and the next open loads it.
+    @Test func aCheckpointAfterEraseRecordsNoTransaction() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let storeOpened = try Self.open(directory.storeURL, minimumCommitBytes: nil)
+        let store = storeOpened.store
+        try Self.fill(storeOpened, people: 10, chores: 10)
+        try store.erase()
+        try store.checkpoint()
+        store.close()
+        let bytes = try Data(contentsOf: directory.storeURL)
+        let offsets = try LogStore.recordOffsets(ofFileAt: directory.storeURL)
+        // The header record, then the checkpoint alone.
+        #expect(offsets.count == 3)
+        let checkpointStart = Int(offsets[1])
+        let payload = Array(bytes[(checkpointStart + 16)...])
+        let decoded = try LogCheckpoint.decode(payload, schema: store.storedSchema)
+        #expect(decoded.transactionID == 0)
+        #expect(decoded.entities.isEmpty)
+        let reopened = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
+        #expect(reopened.store.openedFromCheckpoint)
+        #expect(reopened.store.withTable { $0.count } == 0)
+    }
+}

@@ -45,7 +45,7 @@ extension LogStore {
     /// and no save pending; syncing is the caller's business.
     func appendCheckpoint(_ w: inout WriterState) throws {
         let checkpoint = table.withLock {
-            LogCheckpoint($0, transactionID: w.nextTransactionID - 1, map: map)
+            LogCheckpoint($0, transactionID: w.lastCommitTransaction, map: map)
         }
         let start = w.end
         try append(&w, type: .checkpoint, payload: checkpoint.encode())

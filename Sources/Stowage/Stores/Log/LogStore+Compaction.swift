@@ -98,6 +98,7 @@ extension LogStore {
         var end: Int64 = 0
         var dataStart: Int64 = 0
         var checkpointBytes: Int64 = 0
+        var wroteCommit = false
         // The external values as the new file refers to them, and the files made for it.
         var external: [LogExternalSlot: LogExternalReference] = source.count == 0 ? [:] : w.external
         var created: [String] = []
@@ -126,6 +127,7 @@ extension LogStore {
                 let record = LogFormat.frame(type: .commit, payload: payload, salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
                 end += Int64(record.count)
+                wroteCommit = true
                 writes.removeAll(keepingCapacity: true)
                 pending = 0
             }
@@ -169,6 +171,7 @@ extension LogStore {
         w.checkpointBytes = checkpointBytes
         w.lastCheckpointBytes = checkpointBytes
         w.lastCheckpointEnd = checkpointBytes > 0 ? end : dataStart
+        w.lastCommitTransaction = wroteCommit ? w.nextTransactionID - 1 : 0
         w.external = external
         do {
             try fs.syncDirectory(directory)

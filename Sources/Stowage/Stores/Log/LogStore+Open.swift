@@ -243,6 +243,7 @@ extension LogStore {
         writer.checkpointBytes = checkpointBytes
         writer.lastCheckpointBytes = lastCheckpointBytes
         writer.lastCheckpointEnd = checkpointEnd
+        writer.lastCommitTransaction = commits > 0 ? lastTransaction : 0
         writer.external = external
         let needsUpgrade = header.version == 1 && live.hasExternalValues
         let description = needsUpgrade ? stored.withExternalFlags(of: live) : stored

@@ -75,6 +75,9 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         var lastCheckpointBytes: Int64 = 0
         /// Where the last checkpoint ends; `dataStart` when there is none.
         var lastCheckpointEnd: Int64 = 0
+        /// The transaction of the file's last commit; 0 when the file has none (a new or
+        /// erased store), which is what a checkpoint then records.
+        var lastCommitTransaction: UInt64 = 0
         /// Where every live external value's bytes are (format version 2).
         var external: [LogExternalSlot: LogExternalReference] = [:]
 
@@ -239,6 +242,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             throw error
         }
         for (slot, reference) in external.slots { w.external[slot] = reference }
+        w.lastCommitTransaction = w.nextTransactionID
         w.nextTransactionID += 1
         w.versions += Int64(commit.deletes.count + commit.writes.count)
         guard configuration.durability == .full else {
