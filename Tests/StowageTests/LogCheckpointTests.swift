@@ -43,24 +43,8 @@ struct LogCheckpointTests {
 
     /// Saves people and chores through a context, then updates and deletes some.
     static func fill(_ opened: Opened, people: Int = 60, chores: Int = 80) throws {
-        let context = ModelContext(opened.container)
-        var everyone: [Person] = []
-        for i in 0..<people {
-            let person = Person(email: "p\(i)@example.com", name: "Name \(i % 7)", age: (i * 37) % 90)
-            context.insert(person)
-            everyone.append(person)
-        }
-        for i in 0..<chores {
-            context.insert(
-                Chore(
-                    seq: i, title: "Chore \(i % 11)", priority: i % 5, isCompleted: i % 3 == 0,
-                    dueDate: i % 4 == 0 ? nil : Date(timeIntervalSince1970: Double(i * 1000))))
-        }
-        try context.save()
-        for person in everyone.prefix(20) { person.age += 100 }
-        try context.save()
-        for person in everyone.suffix(10) { context.delete(person) }
-        try context.save()
+        try PeopleAndChores.insert(
+            into: ModelContext(opened.container), people: people, chores: chores, updated: 20, deleted: 10)
     }
 
     /// Every index's entries and every entity's keys: what a checkpoint must reproduce.

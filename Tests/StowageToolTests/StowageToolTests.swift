@@ -614,23 +614,8 @@ struct StowageToolTests {
         var configuration = LogStoreConfiguration(schema: Schema([Person.self, Chore.self]), url: url)
         configuration.checkpoints = .init(minimumCommitBytes: 0)
         let container = try ModelContainer(for: Schema([Person.self, Chore.self]), configurations: [configuration])
-        let context = ModelContext(container)
-        var people: [Person] = []
-        for i in 0..<30 {
-            let person = Person(email: "p\(i)@example.com", name: "Name \(i % 7)", age: (i * 37) % 90)
-            context.insert(person)
-            people.append(person)
-        }
-        for i in 0..<40 {
-            context.insert(
-                Chore(
-                    seq: i, title: "Chore \(i % 11)", priority: i % 5, isCompleted: i % 3 == 0,
-                    dueDate: i % 4 == 0 ? nil : Date(timeIntervalSince1970: Double(i * 1000))))
-        }
-        try context.save()
-        for person in people.prefix(10) { person.age += 100 }
-        for person in people.suffix(5) { context.delete(person) }
-        try context.save()
+        try PeopleAndChores.insert(
+            into: ModelContext(container), people: 30, chores: 40, updated: 10, deleted: 5)
     }
 
     @Test func aStoreWrittenByModelContainerEndsWithACheckpointThatVerifies() throws {
@@ -647,7 +632,7 @@ struct StowageToolTests {
         let inspect = try Tool.run(["inspect", "indexed.store"], in: directory)
         #expect(inspect.stdout.contains("checkpoints:       1\n"), "\(inspect.stdout)")
         #expect(
-            inspect.stdout.contains("last checkpoint:   transaction 2 at offset \(records.last?.offset ?? 0) ("),
+            inspect.stdout.contains("last checkpoint:   transaction 3 at offset \(records.last?.offset ?? 0) ("),
             "\(inspect.stdout)")
         #expect(inspect.stdout.contains(", the last record\n"), "\(inspect.stdout)")
         // The store's own compaction ends with a checkpoint too; the tool's writes none.
