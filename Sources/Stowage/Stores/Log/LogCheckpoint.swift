@@ -198,7 +198,7 @@ final class LogCheckpointPrefetch: @unchecked Sendable {
     /// Where the prefetched checkpoint starts.
     let offset: Int64
     private let done = DispatchGroup()
-    private var result: Result<LogCheckpoint, any Error> = .failure(LogDecodeError("not decoded"))
+    private var result: Result<(LogCheckpoint, next: Int64), any Error> = .failure(LogDecodeError("not decoded"))
 
     /// Starts decoding the record that ends the file, if the frames say it is a checkpoint.
     static func start(
@@ -224,10 +224,10 @@ final class LogCheckpointPrefetch: @unchecked Sendable {
             defer { prefetch.done.leave() }
             prefetch.result = Result {
                 guard
-                    case .record(.checkpoint, let payload, _) = try LogFormat.readRecord(
+                    case .record(.checkpoint, let payload, let next) = try LogFormat.readRecord(
                         fs, fd, at: last.offset, fileSize: fileSize, salt: salt)
                 else { throw LogDecodeError("the record at offset \(last.offset) is not a valid checkpoint") }
-                return try LogCheckpoint.decode(payload, schema: schema)
+                return (try LogCheckpoint.decode(payload, schema: schema), next)
             }
         }
         return prefetch
@@ -235,8 +235,9 @@ final class LogCheckpointPrefetch: @unchecked Sendable {
 
     private init(offset: Int64) { self.offset = offset }
 
-    /// The decoded checkpoint, once the other thread is done.
-    func checkpoint() throws -> LogCheckpoint {
+    /// The decoded checkpoint and the offset after its record, once the other thread is
+    /// done. It went through every check that replay makes of a record.
+    func checkpoint() throws -> (LogCheckpoint, next: Int64) {
         done.wait()
         return try result.get()
     }

@@ -155,6 +155,16 @@ extension LogStore {
         // Every return below waits for it, so that it never reads a closed descriptor.
         defer { _ = try? prefetch?.checkpoint() }
         scan: while true {
+            // The prefetched checkpoint passed every check the read below makes: take it
+            // without reading its bytes again. If it failed, the read reports why.
+            if let prefetch, prefetch.offset == offset, let (found, next) = try? prefetch.checkpoint() {
+                checkpoint = found
+                checkpointEnd = next
+                checkpointBytes += next - offset
+                lastCheckpointBytes = next - offset
+                offset = next
+                continue
+            }
             switch try LogFormat.readRecord(fs, fd, at: offset, fileSize: size, salt: header.salt) {
             case .end:
                 break scan
@@ -174,11 +184,7 @@ extension LogStore {
                 }
             case .record(.checkpoint, let payload, let next) where header.version >= 3:
                 do {
-                    if let prefetch, prefetch.offset == offset {
-                        checkpoint = try prefetch.checkpoint()
-                    } else {
-                        checkpoint = try LogCheckpoint.decode(payload, schema: stored)
-                    }
+                    checkpoint = try LogCheckpoint.decode(payload, schema: stored)
                     checkpointEnd = next
                     checkpointBytes += next - offset
                     lastCheckpointBytes = next - offset
