@@ -48,7 +48,7 @@ struct JSONCrashTests {
                 let store = try JSONTest.open(url, schema: Self.schema)
                 let entity = Self.schema.entitiesByName["CrashBatch"]!
                 var rows: [Int: Int] = [:]
-                for snapshot in store.allSnapshots(of: "CrashBatch") {
+                for snapshot in try store.allSnapshots(of: "CrashBatch") {
                     if case .int(let batch)? = snapshot.value(forKey: "batch", in: entity) {
                         rows[Int(batch), default: 0] += 1
                     }

@@ -10,9 +10,9 @@ enum JSONStoreTesting {
     static let trip = schema.entitiesByName["JSONSampleTrip"]!
     static let item = schema.entitiesByName["JSONSampleItem"]!
 
-    static func names(_ store: JSONStore, _ entity: String = "JSONSampleTrip") -> [String] {
+    static func names(_ store: JSONStore, _ entity: String = "JSONSampleTrip") throws -> [String] {
         let e = schema.entitiesByName[entity]!
-        return store.allSnapshots(of: entity).compactMap {
+        return try store.allSnapshots(of: entity).compactMap {
             if case .string(let name)? = $0.value(forKey: "name", in: e) { return name }
             return nil
         }.sorted()
@@ -51,7 +51,7 @@ struct JSONStoreTests {
         }
         let reopened = try JSONTest.open(url, schema: T.schema)
         #expect(reopened.identifier == storeIdentifier)
-        #expect(T.names(reopened) == ["A", "B"])
+        #expect(try T.names(reopened) == ["A", "B"])
         #expect(try reopened.snapshots(for: ids).count == 2)
         // New keys continue after the stored ones.
         let more = try JSONTest.save(reopened, inserted: [T.trip("C")])
@@ -91,7 +91,7 @@ struct JSONStoreTests {
         // An update with the same values rewrites the same bytes; one changed field changes one line.
         let url = a.url.appendingPathComponent(JSONSamples.fileName)
         let store = try JSONTest.open(url, schema: T.schema)
-        let lisbon = store.allSnapshots(of: "JSONSampleTrip").first!
+        let lisbon = try store.allSnapshots(of: "JSONSampleTrip").first!
         try JSONTest.save(store, updated: [lisbon])
         #expect(T.bytes(url) == first)
         var changed = lisbon

@@ -18,6 +18,12 @@ extension SnapshotTable {
         public internal(set) var storedInserts: [DefaultSnapshot] = []
         public internal(set) var storedUpdates: [DefaultSnapshot] = []
         public internal(set) var storedDeletes: [PersistentIdentifier] = []
+        /// What each write puts in the table, by position in `writes`: `nil` puts the
+        /// snapshot itself; a log store of version 4 puts where it wrote it.
+        var storedRows: [StoredRow]?
+        /// The stored snapshots of replaced records that the table holds by location
+        /// (``SnapshotTable/loadReplaced(_:)``).
+        var replaced: [RecordKey: DefaultSnapshot] = [:]
     }
 
     /// Validates a save against the current records without changing anything.
@@ -92,7 +98,7 @@ extension SnapshotTable {
             let entity = try entity(snapshot)
             let id = snapshot.persistentIdentifier
             guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
-                let stored = entities[entity.name]?.rows.value(forKey: pk),
+                let stored = try stored(entity.name, pk),
                 deletedKeys[entity.name]?.contains(pk) != true
             else { continue }
             deletedKeys[entity.name, default: []].insert(pk)
@@ -128,7 +134,7 @@ extension SnapshotTable {
                     release(
                         entity,
                         uniqueKeys(entity, DefaultSnapshot(persistentIdentifier: permanent, values: previous.values)))
-                } else if let stored = entities[entity.name]?.rows.value(forKey: target) {
+                } else if let stored = try stored(entity.name, target) {
                     release(entity, uniqueKeys(entity, stored))
                 }
                 let isInsert = finalValues[permanent]?.isInsert ?? false
@@ -156,10 +162,10 @@ extension SnapshotTable {
                 entities[entity.name]?.rows.value(forKey: pk) != nil || finalValues[id] != nil,
                 deletedKeys[entity.name]?.contains(pk) != true
             else { continue }
-            let previous =
-                finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
-                ?? entities[entity.name]?.rows.value(forKey: pk)
             if !entity.uniquenessConstraints.isEmpty {
+                let previous =
+                    try finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
+                    ?? stored(entity.name, pk)
                 let keys = uniqueKeys(entity, snapshot)
                 // Unchanged unique values stay this record's: nothing to release or claim.
                 let oldKeys = previous.map { uniqueKeys(entity, $0) }
@@ -211,15 +217,16 @@ extension SnapshotTable {
         }
         for (name, key) in prepared.deletes {
             guard switchTo(name) else { continue }
-            if let old = current.rows.removeValue(forKey: key) {
+            if let row = current.rows.removeValue(forKey: key), let old = replacedSnapshot(row, name, key, prepared) {
                 for i in current.indexes.indices {
                     _ = current.indexes[i].tree.removeValue(forKey: current.indexes[i].entryKey(old, primaryKey: key))
                 }
             }
         }
-        for (name, key, snapshot, _) in prepared.writes {
+        for (position, (name, key, snapshot, _)) in prepared.writes.enumerated() {
             guard switchTo(name) else { continue }
-            let old = current.rows.updateValue(snapshot, forKey: key)
+            let row = prepared.storedRows?[position] ?? .snapshot(snapshot)
+            let old = current.rows.updateValue(row, forKey: key).flatMap { replacedSnapshot($0, name, key, prepared) }
             for i in current.indexes.indices {
                 // An update that leaves the indexed values alone leaves the entry alone.
                 if let old,
@@ -258,6 +265,8 @@ extension SnapshotTable {
 
     /// Removes every record.
     public mutating func removeAll() {
+        let source = self.source
         self = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
+        self.source = source
     }
 }

@@ -10,8 +10,8 @@ import IndexKey
 public struct SnapshotTable: Sendable {
     /// One entity's records and indexes.
     struct EntityRecords: Sendable {
-        /// The identifier index: primary key to snapshot.
-        var rows = BTree<Int64, DefaultSnapshot>()
+        /// The identifier index: primary key to the record, or to where it is stored.
+        var rows = BTree<Int64, StoredRow>()
         /// Every index of the entity: uniqueness constraints first, then `#Index` entries.
         var indexes: [EntityIndex] = []
         /// For each uniqueness constraint, the position of its index.
@@ -25,6 +25,8 @@ public struct SnapshotTable: Sendable {
     var entities: [String: EntityRecords] = [:]
     /// The next primary key to hand out.
     public internal(set) var nextPrimaryKey: Int64 = 1
+    /// Reads back the rows held by location; `nil` when every row holds its snapshot.
+    var source: (any SnapshotSource)?
 
     public init(schema: Schema, storeIdentifier: String) {
         self.schema = schema
@@ -46,24 +48,34 @@ public struct SnapshotTable: Sendable {
     public var count: Int { entities.values.reduce(0) { $0 + $1.rows.count } }
 
     /// Every record of `entityName`, in primary-key order.
-    public func allSnapshots(of entityName: String) -> [DefaultSnapshot] {
-        entities[entityName]?.rows.map(\.value) ?? []
+    /// - Throws: when a record held by location cannot be read back.
+    public func allSnapshots(of entityName: String) throws -> [DefaultSnapshot] {
+        var result: [DefaultSnapshot] = []
+        try forEachRecord(of: entityName) { result.append($0) }
+        return result
+    }
+
+    /// Calls `body` with every record of `entityName`, in primary-key order, reading one
+    /// at a time: a table whose rows are held by location is never read whole.
+    func forEachRecord(of entityName: String, _ body: (DefaultSnapshot) throws -> Void) throws {
+        guard let records = entities[entityName] else { return }
+        for (key, row) in records.rows { try body(try resolve(row, entity: entityName, key: key)) }
     }
 
     /// The record for an identifier, if it exists.
-    /// - Complexity: O(log *n*).
-    public func snapshot(for id: PersistentIdentifier) -> DefaultSnapshot? {
+    /// - Complexity: O(log *n*), plus a read when the record is held by location.
+    public func snapshot(for id: PersistentIdentifier) throws -> DefaultSnapshot? {
         guard let key = id.primaryKey, id.storeIdentifier == storeIdentifier else { return nil }
-        return entities[id.entityName]?.rows.value(forKey: key)
+        return try stored(id.entityName, key)
     }
 
     /// The records for a set of identifiers; missing ones are left out.
     /// - Complexity: O(*k* log *n*) for *k* identifiers.
-    public func snapshots(for identifiers: [PersistentIdentifier]) -> [PersistentIdentifier: DefaultSnapshot] {
+    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
         var result: [PersistentIdentifier: DefaultSnapshot] = [:]
         result.reserveCapacity(identifiers.count)
         for id in identifiers {
-            if let snapshot = snapshot(for: id) { result[id] = snapshot }
+            if let snapshot = try snapshot(for: id) { result[id] = snapshot }
         }
         return result
     }
@@ -111,7 +123,7 @@ public struct SnapshotTable: Sendable {
     ///   index gives the order.
     public func fetch(_ query: FetchQuery) throws -> [DefaultSnapshot] {
         if let records = entities[query.entity.name], let found = uniqueLookup(query, records) {
-            return found.flatMap { records.rows.value(forKey: $0) }.map { [$0] } ?? []
+            return try found.flatMap { try stored(query.entity.name, $0) }.map { [$0] } ?? []
         }
         return try run(query, plan(query))
     }
@@ -133,9 +145,10 @@ public struct SnapshotTable: Sendable {
         }
         if plan.sort.isEmpty, case .fullScan = plan.access, let residual = plan.residual {
             let compiled = CompiledPredicate(residual, root: query.rootVariable)
-            var evaluator = QueryEvaluator(resolve: { self.snapshot(for: $0) })
+            var evaluator = QueryEvaluator(resolve: { try self.snapshot(for: $0) })
             var total = 0
-            for (_, snapshot) in records.rows where try compiled.matches(snapshot, &evaluator) {
+            for (key, row) in records.rows
+            where try compiled.matches(try resolve(row, entity: query.entity.name, key: key), &evaluator) {
                 total += 1
             }
             return window(total, plan)
@@ -199,11 +212,19 @@ public struct SnapshotTable: Sendable {
         guard let records = entities[query.entity.name] else { throw unknown(query.entity.name) }
         let needsSort = !plan.sort.isEmpty
         let stop = needsSort ? nil : plan.limit.map { $0 + plan.offset }
-        var evaluator = QueryEvaluator(resolve: { self.snapshot(for: $0) })
+        var evaluator = QueryEvaluator(resolve: { try self.snapshot(for: $0) })
         let residual = plan.residual.map { CompiledPredicate($0, root: query.rootVariable) }
         var matches: [DefaultSnapshot] = []
         var failure: (any Error)?
-        func consider(_ snapshot: DefaultSnapshot) -> Bool {
+        let entityName = query.entity.name
+        func consider(_ row: StoredRow, _ key: Int64) -> Bool {
+            let snapshot: DefaultSnapshot
+            do {
+                snapshot = try resolve(row, entity: entityName, key: key)
+            } catch {
+                failure = error
+                return false
+            }
             if let residual {
                 do {
                     guard try residual.matches(snapshot, &evaluator) else { return true }
@@ -218,24 +239,24 @@ public struct SnapshotTable: Sendable {
         if stop == 0 { return [] }
         switch plan.access {
         case .fullScan:
-            for (_, snapshot) in records.rows where !consider(snapshot) { break }
+            for (key, row) in records.rows where !consider(row, key) { break }
         case .identifiers(let ids):
-            for id in ids where id.entityName == query.entity.name {
-                if let snapshot = snapshot(for: id), !consider(snapshot) { break }
+            for id in ids where id.entityName == query.entity.name && id.storeIdentifier == storeIdentifier {
+                if let key = id.primaryKey, let row = records.rows.value(forKey: key), !consider(row, key) { break }
             }
         case .indexScan(let index, let lower, let upper, let reverse, let text):
             if text.isExactUniqueLookup, let lower {
                 // Every column of a unique index is fixed: one lookup, no scan.
                 if let pk = records.indexes[index].tree.value(forKey: lower.key),
-                    let snapshot = records.rows.value(forKey: pk)
+                    let row = records.rows.value(forKey: pk)
                 {
-                    _ = consider(snapshot)
+                    _ = consider(row, pk)
                 }
                 break
             }
             forEachEntry(records.indexes[index], lower, upper, reverse: reverse) { _, pk in
-                guard let snapshot = records.rows.value(forKey: pk) else { return true }
-                return consider(snapshot)
+                guard let row = records.rows.value(forKey: pk) else { return true }
+                return consider(row, pk)
             }
         case .union(let parts):
             var seen: Set<Int64> = []
@@ -246,7 +267,7 @@ public struct SnapshotTable: Sendable {
                 }
             }
             for pk in keys.sorted() {
-                if let snapshot = records.rows.value(forKey: pk), !consider(snapshot) { break }
+                if let row = records.rows.value(forKey: pk), !consider(row, pk) { break }
             }
         }
         if let failure { throw failure }

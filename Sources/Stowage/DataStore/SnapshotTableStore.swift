@@ -29,12 +29,12 @@ extension SnapshotTableStore {
     }
 
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        withTable { $0.snapshots(for: identifiers) }
+        try withTable { try $0.snapshots(for: identifiers) }
     }
 
     /// Every stored record of an entity, in primary-key order.
-    public func allSnapshots(of entityName: String) -> [DefaultSnapshot] {
-        withTable { $0.allSnapshots(of: entityName) }
+    public func allSnapshots(of entityName: String) throws -> [DefaultSnapshot] {
+        try withTable { try $0.allSnapshots(of: entityName) }
     }
 
     /// The number of stored records.

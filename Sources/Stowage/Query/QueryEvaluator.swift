@@ -7,11 +7,11 @@ import Foundation
 /// relationships and look into to-many ones.
 public struct QueryEvaluator {
     /// Finds the snapshot of a related model, or `nil` if it no longer exists.
-    public var resolve: (PersistentIdentifier) -> DefaultSnapshot?
+    public var resolve: (PersistentIdentifier) throws -> DefaultSnapshot?
     var bindings: [PredicateExpressions.VariableID: SnapshotValue] = [:]
     var current: DefaultSnapshot?
 
-    public init(resolve: @escaping (PersistentIdentifier) -> DefaultSnapshot?) {
+    public init(resolve: @escaping (PersistentIdentifier) throws -> DefaultSnapshot?) {
         self.resolve = resolve
     }
 
@@ -28,10 +28,10 @@ public struct QueryEvaluator {
         return false
     }
 
-    func snapshot(for value: SnapshotValue) -> DefaultSnapshot? {
+    func snapshot(for value: SnapshotValue) throws -> DefaultSnapshot? {
         guard case .identifier(let id) = value else { return nil }
         if let current, current.persistentIdentifier == id { return current }
-        return resolve(id)
+        return try resolve(id)
     }
 
     func failure(_ message: String) -> SwiftDataError { SwiftDataError(.unsupportedPredicate, message) }
@@ -44,7 +44,7 @@ public struct QueryEvaluator {
             return bindings[id] ?? .null
         case .property(let base, _, let index, _):
             let b = try evaluate(base)
-            guard let snapshot = snapshot(for: b), index < snapshot.values.count else { return .null }
+            guard let snapshot = try snapshot(for: b), index < snapshot.values.count else { return .null }
             return snapshot.values[index]
         case .modelID(let base):
             return try evaluate(base)
@@ -108,7 +108,7 @@ public struct QueryEvaluator {
         case .optionalFlatMap(let wrapped, let variable, let transform):
             let v = try evaluate(wrapped)
             if v.isNull { return .null }
-            if case .identifier = v, snapshot(for: v) == nil { return .null }
+            if case .identifier = v, try snapshot(for: v) == nil { return .null }
             let saved = bindings[variable]
             bindings[variable] = v
             defer { bindings[variable] = saved }

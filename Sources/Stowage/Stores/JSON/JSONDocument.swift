@@ -28,7 +28,9 @@ enum JSONDocument {
             let order = entity.properties.indices.sorted {
                 jsonKeyOrder(entity.properties[$0].name, entity.properties[$1].name)
             }
-            for (key, snapshot) in table.entities[entity.name]?.rows ?? .init() {
+            // A JSON store's table holds every record itself, never a location.
+            for (key, row) in table.entities[entity.name]?.rows ?? .init() {
+                guard case .snapshot(let snapshot) = row else { continue }
                 w.key(String(key))
                 w.beginObject()
                 for i in order {
@@ -64,7 +66,9 @@ enum JSONDocument {
     /// The primary key a relationship value names, when it is a live record of the destination.
     private static func liveKey(_ value: SnapshotValue, _ destination: String, _ table: SnapshotTable) -> Int64?? {
         guard case .identifier(let id) = value else { return nil }
-        guard id.entityName == destination, table.snapshot(for: id) != nil, let key = id.primaryKey else {
+        guard id.entityName == destination, id.storeIdentifier == table.storeIdentifier, let key = id.primaryKey,
+            table.entities[destination]?.rows.value(forKey: key) != nil
+        else {
             return .some(nil)
         }
         return .some(key)
@@ -428,7 +432,8 @@ enum JSONDocument {
             where records.indexes[position].tree.count != records.rows.count {
                 let index = records.indexes[position]
                 var seen: [IndexKey: Int64] = [:]
-                for (key, snapshot) in records.rows {
+                for (key, row) in records.rows {
+                    guard case .snapshot(let snapshot) = row else { continue }
                     if let first = seen.updateValue(key, forKey: index.tupleKey(snapshot)) {
                         let names = table.schema.entitiesByName[name]?.uniquenessConstraints[constraint] ?? []
                         throw .corrupt(

@@ -1,0 +1,101 @@
+import BTree
+import Foundation
+
+/// Where a log store keeps a record version (`Formats/log.md`, version 4): the file offset
+/// of its block and its slot among the block's writes, packed into one word.
+public struct RecordLocation: Hashable, Sendable, CustomStringConvertible {
+    /// The most writes a block may hold; slots are below it.
+    public static let slotsPerBlock = 4096
+    static let slotBits: UInt64 = 12
+    let packed: UInt64
+
+    /// - Precondition: `0 <= blockOffset < 2^52` and `0 <= slot < 4096`; a caller passes
+    ///   only offsets and slots it has bounded (a file is never that large).
+    public init(blockOffset: Int64, slot: Int) {
+        packed = UInt64(blockOffset) << Self.slotBits | UInt64(slot)
+    }
+
+    /// The file offset of the block's header.
+    public var blockOffset: Int64 { Int64(packed >> Self.slotBits) }
+    /// The record's position among the block's writes.
+    public var slot: Int { Int(packed & (1 << Self.slotBits - 1)) }
+
+    public var description: String { "block \(blockOffset) slot \(slot)" }
+}
+
+/// A record as a ``SnapshotTable`` holds it: its snapshot, or where a store that keeps its
+/// records on disk can read it back.
+public enum StoredRow: Sendable {
+    case snapshot(DefaultSnapshot)
+    case location(RecordLocation)
+}
+
+/// Reads back the records a table holds by location. A ``LogStore`` of format version 4
+/// gives its table one; the in-memory stores never hold a location.
+public protocol SnapshotSource: AnyObject, Sendable {
+    /// The record `key` of `entity` at `location`.
+    /// - Throws: ``DataStoreError`` `.corruptStore` or `.ioFailure` when it cannot be read.
+    func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot
+}
+
+/// One record of a table: its entity and primary key.
+struct RecordKey: Hashable, Sendable {
+    var entity: String
+    var key: Int64
+}
+
+extension SnapshotTable {
+    /// Reads the stored snapshot of every record `prepared` replaces (updates and deletes)
+    /// that the table holds by location, into `prepared.replaced`, so that applying it,
+    /// which cannot fail, never has to read.
+    func loadReplaced(_ prepared: inout PreparedSave) throws {
+        func load(_ entity: String, _ key: Int64) throws {
+            let id = RecordKey(entity: entity, key: key)
+            guard prepared.replaced[id] == nil, let row = entities[entity]?.rows.value(forKey: key),
+                case .location = row
+            else { return }
+            prepared.replaced[id] = try resolve(row, entity: entity, key: key)
+        }
+        for (entity, key) in prepared.deletes { try load(entity, key) }
+        for (entity, key, _, isInsert) in prepared.writes where !isInsert { try load(entity, key) }
+    }
+
+    /// The snapshot a row that `prepared` replaces held, for taking its index entries out.
+    func replacedSnapshot(_ row: StoredRow, _ entity: String, _ key: Int64, _ prepared: PreparedSave)
+        -> DefaultSnapshot?
+    {
+        switch row {
+        case .snapshot(let snapshot): return snapshot
+        case .location: return prepared.replaced[RecordKey(entity: entity, key: key)]
+        }
+    }
+
+    /// Replaces every entity's rows with `rows` (ascending keys, one per record), keeping
+    /// the indexes: after a rewrite moved every record. `source` reads the new rows.
+    mutating func replaceRows(_ rows: [String: [(Int64, StoredRow)]], source: (any SnapshotSource)?) {
+        for name in Array(entities.keys) {
+            entities[name]?.rows = BTree(sortedElements: rows[name] ?? [])
+        }
+        self.source = source
+    }
+
+    /// The snapshot of a row: the row's own, or read back from the table's source.
+    func resolve(_ row: StoredRow, entity: String, key: Int64) throws -> DefaultSnapshot {
+        switch row {
+        case .snapshot(let snapshot):
+            return snapshot
+        case .location(let location):
+            guard let source else {
+                throw DataStoreError(
+                    .corruptStore, "\(entity) record \(key) is stored at \(location), but the table has no source")
+            }
+            return try source.snapshot(entity: entity, key: key, at: location)
+        }
+    }
+
+    /// The stored record `key` of `entity`, if there is one.
+    func stored(_ entity: String, _ key: Int64) throws -> DefaultSnapshot? {
+        guard let row = entities[entity]?.rows.value(forKey: key) else { return nil }
+        return try resolve(row, entity: entity, key: key)
+    }
+}
