@@ -206,10 +206,20 @@ public enum LogSamples {
     /// superseded checkpoint and a last one, which ends the file. Closing adds nothing
     /// (`checkpoints` is off).
     public static func writeVersion3(to directory: URL) throws {
-        let url = directory.appendingPathComponent("trips-v3.stowlog")
+        try writeCheckpointed(version: 3, to: directory)
+    }
+
+    /// Writes `trips-v4.stowlog`: the same saves and checkpoints as `trips-v3.stowlog`, in
+    /// format version 4 (commits in blocks, checkpoints with the key directory).
+    public static func writeVersion4(to directory: URL) throws {
+        try writeCheckpointed(version: 4, to: directory)
+    }
+
+    private static func writeCheckpointed(version: UInt16, to directory: URL) throws {
+        let url = directory.appendingPathComponent("trips-v\(version).stowlog")
         try? FileManager.default.removeItem(at: url)
         do {
-            var configuration = configuration(url: url, version: 3)
+            var configuration = configuration(url: url, version: version)
             configuration.checkpoints = nil
             let store = try LogStore(configuration, migrationPlan: nil)
             try saveLisbonAndOslo(store)
@@ -220,9 +230,9 @@ public enum LogSamples {
             let tripEntity = schema.entitiesByName["LogSampleTrip"]!
             let items = tripEntity.property(named: "items")!.index
             let name = tripEntity.property(named: "name")!.index
-            let oslo = store.allSnapshots(of: "LogSampleTrip").first { $0.values[name] == .string("Oslo") }!
+            let oslo = try store.allSnapshots(of: "LogSampleTrip").first { $0.values[name] == .string("Oslo") }!
             let itemName = schema.entitiesByName["LogSampleItem"]!.property(named: "name")!.index
-            let socks = store.allSnapshots(of: "LogSampleItem").first {
+            let socks = try store.allSnapshots(of: "LogSampleItem").first {
                 $0.values[itemName] == .string("Wool socks, pair 20")
             }!
             var osloValues = oslo.values
@@ -235,6 +245,6 @@ public enum LogSamples {
             try store.checkpoint()
             store.close()
         }
-        try? FileManager.default.removeItem(at: directory.appendingPathComponent("trips-v3.stowlog.lock"))
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("trips-v\(version).stowlog.lock"))
     }
 }

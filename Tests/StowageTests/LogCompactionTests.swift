@@ -55,13 +55,13 @@ struct LogCompactionTests {
         #expect(store.lastAutomaticCompactionFailure == nil)
         // Whatever compactions ran, the dead share is back under the threshold.
         #expect(Double(store.deadBytes) < 0.6 * Double(store.fileLength) || store.deadBytes < 2048)
-        let before = LogTest.state(store)
+        let before = try LogTest.state(store)
         store.close()
         let reopened = try Self.open(directory.storeURL, policy: nil)
-        #expect(LogTest.state(reopened) == before)
+        #expect(try LogTest.state(reopened) == before)
         #expect(reopened.lastRecovery == nil)
         let budgets = Set(
-            reopened.allSnapshots(of: "Trip").map {
+            try reopened.allSnapshots(of: "Trip").map {
                 $0.value(forKey: "budget", in: reopened.schema.entitiesByName["Trip"]!)
             })
         #expect(budgets == [.double(6)])
@@ -106,11 +106,11 @@ struct LogCompactionTests {
         #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
         // The store goes on saving, and reopens with everything.
         _ = try LogTest.insertTrip(failing, "After")
-        let state = LogTest.state(failing)
+        let state = try LogTest.state(failing)
         failing.close()
         let reopened = try Self.open(directory.storeURL, policy: nil)
-        #expect(LogTest.state(reopened) == state)
-        #expect(LogTest.tripNames(reopened).contains("Trigger"))
+        #expect(try LogTest.state(reopened) == state)
+        #expect(try LogTest.tripNames(reopened).contains("Trigger"))
         #expect(reopened.lastRecovery == nil)
     }
 
@@ -146,13 +146,13 @@ struct LogCompactionTests {
         #expect(store.compactionCount > 0)
         #expect(store.lastAutomaticCompactionFailure == nil)
         let entity = store.schema.entitiesByName["Trip"]!
-        let budgets = store.allSnapshots(of: "Trip").map { $0.value(forKey: "budget", in: entity) }
+        let budgets = try store.allSnapshots(of: "Trip").map { $0.value(forKey: "budget", in: entity) }
         #expect(budgets.count == workers * 5)
         #expect(Set(budgets) == [.double(Double(rounds))])
-        let state = LogTest.state(store)
+        let state = try LogTest.state(store)
         store.close()
         let reopened = try LogStore(LogTest.configuration(directory.storeURL), migrationPlan: nil)
-        #expect(LogTest.state(reopened) == state)
+        #expect(try LogTest.state(reopened) == state)
         #expect(reopened.lastRecovery == nil)
     }
 }

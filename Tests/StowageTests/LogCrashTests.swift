@@ -124,7 +124,7 @@ struct LogCrashTests {
             var rows: [Int: Int] = [:]
             var badBlobs: [String] = []
             var nonEmptyBlobs = 0
-            for snapshot in store.allSnapshots(of: "CrashBatch") {
+            for snapshot in try store.allSnapshots(of: "CrashBatch") {
                 if case .int(let batch)? = snapshot.value(forKey: "batch", in: entity),
                     case .int(let index)? = snapshot.value(forKey: "index", in: entity)
                 {

@@ -201,7 +201,7 @@ struct LogExternalStorageTests {
         #expect(Self.contains(old, Self.payload(10)))  // version 1 keeps the bytes inline
         let container = try Self.container(url)
         let new = try Data(contentsOf: url)
-        #expect(new[8] == 3)
+        #expect(new[8] == LogFormat.version)
         #expect(!Self.contains(new, Self.payload(10)))
         #expect(Self.blobs(url).count == 1)
         let context = ModelContext(container)

@@ -38,13 +38,14 @@ struct LogFaultTests {
                             #expect(stuck && error.code == .storeUnusable, "n \(n): \(error)")
                         }
                     }
-                    #expect(LogTest.tripNames(store) == acknowledged.sorted(), "n \(n), save \(i)")
+                    #expect(try LogTest.tripNames(store) == acknowledged.sorted(), "n \(n), save \(i)")
                 }
                 #expect(failed == (n <= saves), "n \(n)")
                 store.close()
                 let reopened = try LogTest.open(directory.storeURL, recovery: alsoFailTruncate ? .pointInTime : .strict)
                 #expect(
-                    LogTest.tripNames(reopened) == acknowledged.sorted(), "n \(n), truncate fails: \(alsoFailTruncate)")
+                    try LogTest.tripNames(reopened) == acknowledged.sorted(),
+                    "n \(n), truncate fails: \(alsoFailTruncate)")
             }
         }
     }
@@ -74,7 +75,7 @@ struct LogFaultTests {
         fs.arm(operation, failOn: 1)
         #expect(throws: DataStoreError.ioFailure) { _ = try LogTest.open(url, fileSystem: fs) }
         let store = try LogTest.open(url)
-        #expect(LogTest.state(store) == fixture.states[fixture.states.count - 2])
+        #expect(try LogTest.state(store) == fixture.states[fixture.states.count - 2])
     }
 
     @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync, .rename, .syncDirectory])
@@ -89,7 +90,7 @@ struct LogFaultTests {
                 ids.append(try LogTest.insertTrip(store, "T\(i)", destination: String(repeating: "x", count: 30)))
             }
             for id in ids.prefix(6) { try LogTest.deleteTrip(store, id) }
-            let before = LogTest.state(store)
+            let before = try LogTest.state(store)
             fs.arm(operation, failOn: n)
             var threw = false
             do { try store.compact() } catch let error as DataStoreError {
@@ -97,7 +98,7 @@ struct LogFaultTests {
                 #expect(error.code == .ioFailure, "\(operation) \(n): \(error)")
             }
             fs.disarm()
-            #expect(LogTest.state(store) == before)
+            #expect(try LogTest.state(store) == before)
             var expectedNames = before["Trip"]!.count
             if threw && operation == .syncDirectory {
                 #expect(throws: DataStoreError.storeUnusable) { try LogTest.insertTrip(store, "Refused") }
@@ -107,8 +108,8 @@ struct LogFaultTests {
             }
             store.close()
             let reopened = try LogTest.open(directory.storeURL, recovery: .strict)
-            #expect(reopened.allSnapshots(of: "Trip").count == expectedNames, "\(operation) \(n)")
-            #expect(Array(reopened.allSnapshots(of: "Trip").prefix(before["Trip"]!.count)) == before["Trip"]!)
+            #expect(try reopened.allSnapshots(of: "Trip").count == expectedNames, "\(operation) \(n)")
+            #expect(try Array(reopened.allSnapshots(of: "Trip").prefix(before["Trip"]!.count)) == before["Trip"]!)
             #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
         }
     }

@@ -134,8 +134,8 @@ struct LogGoldenTests {
         #expect(report.commitsReplayed == 3)
         #expect(report.validLength + report.droppedBytes == size)
         #expect(Int64(try Data(contentsOf: url).count) == report.validLength)
-        #expect(store.allSnapshots(of: "LogSampleTrip").count == 2)
-        #expect(store.allSnapshots(of: "LogSampleItem").count == 21)
+        #expect(try store.allSnapshots(of: "LogSampleTrip").count == 2)
+        #expect(try store.allSnapshots(of: "LogSampleItem").count == 21)
     }
 
     @Test func theWriterReproducesTheVersion3Sample() throws {

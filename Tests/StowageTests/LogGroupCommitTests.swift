@@ -57,11 +57,11 @@ struct LogGroupCommitTests {
         #expect(syncs < saves, "\(syncs) syncs for \(saves) saves")
         #expect(syncs > 0)
         let expected = (0..<threads).flatMap { t in (0..<savesPerThread).map { "T\(t)-\($0)" } }.sorted()
-        #expect(LogTest.tripNames(store) == expected)
+        #expect(try LogTest.tripNames(store) == expected)
         store.close()
         let reopened = try LogTest.open(directory.storeURL, recovery: .strict)
-        #expect(LogTest.tripNames(reopened) == expected)
-        #expect(LogTest.state(reopened) == LogTest.state(store))
+        #expect(try LogTest.tripNames(reopened) == expected)
+        #expect(try LogTest.state(reopened) == LogTest.state(store))
     }
 
     /// One sync covering three saves fails: all three throw, none stays in memory or on
@@ -113,12 +113,12 @@ struct LogGroupCommitTests {
         #expect(results["A"] == "ok")
         for name in ["B", "C", "D"] { #expect(results[name] == "\(DataStoreError.Code.ioFailure)", "\(name)") }
         #expect(store.commitSyncCount == 3)  // "before", A's, and the failed one for B, C and D
-        #expect(LogTest.tripNames(store) == ["A", "before"])
+        #expect(try LogTest.tripNames(store) == ["A", "before"])
         #expect(throws: DataStoreError.storeUnusable) { try LogTest.insertTrip(store, "E") }
         store.close()
         let reopened = try LogTest.open(directory.storeURL, recovery: .strict)
-        #expect(LogTest.tripNames(reopened) == ["A", "before"])
+        #expect(try LogTest.tripNames(reopened) == ["A", "before"])
         try LogTest.insertTrip(reopened, "F")
-        #expect(LogTest.tripNames(reopened) == ["A", "F", "before"])
+        #expect(try LogTest.tripNames(reopened) == ["A", "F", "before"])
     }
 }

@@ -20,19 +20,19 @@ struct LogFixture {
         var states: [[String: [DefaultSnapshot]]] = []
         do {
             let store = try LogTest.open(url)
-            states.append(LogTest.state(store))
+            states.append(try LogTest.state(store))
             let a = try LogTest.insertTrip(store, "Alpha")
-            states.append(LogTest.state(store))
+            states.append(try LogTest.state(store))
             try LogTest.insertTrip(store, "Bravo", destination: String(repeating: "fjord ", count: 40))
-            states.append(LogTest.state(store))
+            states.append(try LogTest.state(store))
             let c = try LogTest.insertTrip(store, "Charlie")
-            states.append(LogTest.state(store))
+            states.append(try LogTest.state(store))
             try LogTest.updateBudget(store, a, 77)
-            states.append(LogTest.state(store))
+            states.append(try LogTest.state(store))
             try LogTest.deleteTrip(store, c)
-            states.append(LogTest.state(store))
+            states.append(try LogTest.state(store))
             try LogTest.insertTrip(store, "Delta", destination: "Tokyo")
-            states.append(LogTest.state(store))
+            states.append(try LogTest.state(store))
         }
         let bytes = Array(try Data(contentsOf: url))
         let offsets = try LogStore.recordOffsets(ofFileAt: url)
@@ -47,13 +47,26 @@ struct LogFixture {
 
 @Suite("LogStore recovery")
 struct LogRecoveryTests {
-    @Test func theFixtureHasRawAndCompressedCommits() throws {
+    /// Version 4 frames commits raw and compresses their blocks: the fixture must have
+    /// both raw and LZ4 blocks, so that the sweeps below hit LZ4 bytes too.
+    @Test func theFixtureHasRawAndCompressedBlocks() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let fixture = try LogFixture.make(in: directory)
         #expect(fixture.commitOffsets.count == 6)
-        let flags = fixture.commitOffsets.map { fixture.bytes[Int($0) + 5] }
-        #expect(flags.contains(1) && flags.contains(0))
+        #expect(fixture.commitOffsets.allSatisfy { fixture.bytes[Int($0) + 5] == 0 })
+        let store = try LogTest.open(directory.storeURL)
+        defer { store.close() }
+        var blockFlags: Set<UInt8> = []
+        for (position, offset) in fixture.commitOffsets.enumerated() {
+            let start = Int(offset) + LogFormat.frameSize
+            let end = Int(fixture.offsets[fixture.offsets.firstIndex(of: offset)! + 1])
+            let commit = try LogCodec.decodeCommit(
+                Array(fixture.bytes[start..<end]), map: store.map, recordOffset: offset)
+            #expect(commit.locations.count == commit.writes.count, "commit \(position)")
+            for location in commit.locations { blockFlags.insert(fixture.bytes[Int(location.blockOffset) + 10]) }
+        }
+        #expect(blockFlags == [0, 1])
     }
 
     @Test func aTornTailAtEveryByteOfTheLastThreeCommitsRecoversTheWholePrefix() throws {
@@ -70,14 +83,14 @@ struct LogRecoveryTests {
             do {
                 let strict = try LogTest.open(url, recovery: .strict)
                 #expect(atBoundary, "strict opened a file cut at \(cut)")
-                #expect(LogTest.state(strict) == fixture.states[whole])
+                #expect(try LogTest.state(strict) == fixture.states[whole])
             } catch let error as DataStoreError {
                 #expect(!atBoundary && error.code == .corruptStore, "cut \(cut): \(error)")
                 #expect(error.message.contains("offset \(fixture.offsets[whole + 1])"), "cut \(cut): \(error)")
             }
             #expect(Int64(try Data(contentsOf: url).count) == cut, "strict must not change the file")
             let store = try LogTest.open(url)
-            #expect(LogTest.state(store) == fixture.states[whole], "cut at \(cut)")
+            #expect(try LogTest.state(store) == fixture.states[whole], "cut at \(cut)")
             let kept = fixture.offsets[whole + 1]
             if atBoundary {
                 #expect(store.lastRecovery == nil)
@@ -133,7 +146,7 @@ struct LogRecoveryTests {
                     "seed \(seed), \(position): \(error)")
             }
             let store = try LogTest.open(url)
-            #expect(LogTest.state(store) == fixture.states[record - 1], "seed \(seed): flip at \(position)")
+            #expect(try LogTest.state(store) == fixture.states[record - 1], "seed \(seed): flip at \(position)")
             #expect(store.lastRecovery?.validLength == damagedAt, "seed \(seed): flip at \(position)")
             store.close()
         }

@@ -29,13 +29,14 @@ enum LogTest {
     }
 
     /// Every record of every entity, for comparing whole states.
-    static func state(_ store: LogStore) -> [String: [DefaultSnapshot]] {
-        Dictionary(uniqueKeysWithValues: store.schema.entities.map { ($0.name, store.allSnapshots(of: $0.name)) })
+    static func state(_ store: LogStore) throws -> [String: [DefaultSnapshot]] {
+        try Dictionary(
+            uniqueKeysWithValues: store.schema.entities.map { ($0.name, try store.allSnapshots(of: $0.name)) })
     }
 
-    static func tripNames(_ store: LogStore) -> [String] {
+    static func tripNames(_ store: LogStore) throws -> [String] {
         let entity = store.schema.entitiesByName["Trip"]!
-        return store.allSnapshots(of: "Trip").compactMap {
+        return try store.allSnapshots(of: "Trip").compactMap {
             if case .string(let name)? = $0.value(forKey: "name", in: entity) { return name }
             return nil
         }.sorted()
@@ -156,10 +157,10 @@ struct LogStoreTests {
             context.insert(Sample())
             try context.save()
             let store = try #require(container.storesForTesting.first as? LogStore)
-            before = store.allSnapshots(of: "Sample")
+            before = try store.allSnapshots(of: "Sample")
         }
         let store = try LogTest.open(directory.storeURL, schema: schema)
-        #expect(store.allSnapshots(of: "Sample") == before)
+        #expect(try store.allSnapshots(of: "Sample") == before)
     }
 
     @Test func aSecondOpenInTheSameProcessIsLocked() throws {
@@ -235,7 +236,7 @@ struct LogStoreTests {
         }
         // Entity order does not matter.
         let reordered = try LogTest.open(directory.storeURL, schema: Schema([Badge.self, Item.self, Trip.self]))
-        #expect(LogTest.tripNames(reordered) == ["A"])
+        #expect(try LogTest.tripNames(reordered) == ["A"])
     }
 
     @Test func compactionKeepsLiveRecordsAndShrinksTheFile() throws {
@@ -248,11 +249,11 @@ struct LogStoreTests {
         }
         for id in ids.prefix(30) { try LogTest.deleteTrip(store, id) }
         try LogTest.updateBudget(store, ids[35], 99)
-        let before = LogTest.state(store)
+        let before = try LogTest.state(store)
         let sizeBefore = store.fileLength
         try store.compact()
         #expect(store.fileLength < sizeBefore / 3)
-        #expect(LogTest.state(store) == before)
+        #expect(try LogTest.state(store) == before)
         #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
         let next = try LogTest.insertTrip(store, "After")
         #expect(next.primaryKey! > ids.last!.primaryKey!)
@@ -260,7 +261,7 @@ struct LogStoreTests {
         let reopened = try LogTest.open(directory.storeURL)
         var expected = before
         expected["Trip", default: []].append(try #require(try reopened.snapshots(for: [next])[next]))
-        #expect(LogTest.state(reopened) == expected)
+        #expect(try LogTest.state(reopened) == expected)
         #expect(reopened.lastRecovery == nil)
         // Compacting a store whose records were all deleted keeps its next key.
         for id in ids.suffix(10) + [next] { try LogTest.deleteTrip(reopened, id) }
@@ -293,7 +294,7 @@ struct LogStoreTests {
                 LogTest.configuration(directory.storeURL, durability: .relaxed), migrationPlan: nil)
             for i in 0..<5 { try LogTest.insertTrip(store, "R\(i)") }
         }
-        #expect(LogTest.tripNames(try LogTest.open(directory.storeURL)) == (0..<5).map { "R\($0)" })
+        #expect(try LogTest.tripNames(try LogTest.open(directory.storeURL)) == (0..<5).map { "R\($0)" })
     }
 
     @Test func concurrentSavesAllLand() async throws {

@@ -2,9 +2,10 @@ import BTree
 import Foundation
 import IndexKey
 
-/// A checkpoint record (`Formats/log.md`, format version 3): the live primary keys of each
-/// entity and the sorted entries of each of its indexes, as the commits before it leave
-/// the store.
+/// A checkpoint record (`Formats/log.md`, format versions 3 and 4): the live primary keys
+/// of each entity and the sorted entries of each of its indexes, as the commits before it
+/// leave the store; in version 4 also where each live record is (the key directory) and
+/// the number of record versions before it.
 struct LogCheckpoint: Equatable {
     /// One index's entries, in ascending key order, as parallel arrays.
     struct Entries: Equatable {
@@ -18,6 +19,8 @@ struct LogCheckpoint: Equatable {
         var entityIndex: Int
         /// The live primary keys, ascending.
         var keys: [Int64]
+        /// Version 4: each live record's location, parallel to `keys`.
+        var locations: [RecordLocation]? = nil
         /// The entity's indexes, in the table's order: uniqueness constraints, then
         /// `#Index` groups that are not also one.
         var indexes: [Entries]
@@ -25,6 +28,8 @@ struct LogCheckpoint: Equatable {
 
     var transactionID: UInt64
     var nextPrimaryKey: Int64
+    /// Version 4: every write and delete of the commits before it; `nil` in version 3.
+    var versions: Int64?
     var entities: [Entity]
 
     /// The number of indexes each entity of a stored schema has, in the table's order.
@@ -32,16 +37,30 @@ struct LogCheckpoint: Equatable {
         entity.uniqueness.count + entity.indices.filter { !entity.uniqueness.contains($0) }.count
     }
 
-    /// The checkpoint of `table`'s records, with entities numbered by `map`.
-    init(_ table: SnapshotTable, transactionID: UInt64, map: LogEntityMap) {
+    /// The checkpoint of `table`'s records, with entities numbered by `map`; for a
+    /// version 4 map, with every record's location and `versions`.
+    /// - Throws: for version 4, when a record is not held by location.
+    init(_ table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0) throws {
         self.transactionID = transactionID
         nextPrimaryKey = table.nextPrimaryKey
+        let directory = map.formatVersion >= 4
+        self.versions = directory ? versions : nil
         var entities: [Entity] = []
         for (entityIndex, name) in map.names.enumerated() {
             guard let records = table.entities[name], records.rows.count > 0 else { continue }
             var keys: [Int64] = []
             keys.reserveCapacity(records.rows.count)
-            for (key, _) in records.rows { keys.append(key) }
+            var locations: [RecordLocation] = []
+            if directory { locations.reserveCapacity(records.rows.count) }
+            for (key, row) in records.rows {
+                keys.append(key)
+                guard directory else { continue }
+                guard case .location(let location) = row else {
+                    throw DataStoreError(
+                        .unsupportedFeature, "\(name) record \(key) is not in the log yet; no checkpoint can name it")
+                }
+                locations.append(location)
+            }
             let indexes = records.indexes.map { index in
                 var entries = Entries()
                 entries.keys.reserveCapacity(index.tree.count)
@@ -52,14 +71,16 @@ struct LogCheckpoint: Equatable {
                 }
                 return entries
             }
-            entities.append(Entity(entityIndex: entityIndex, keys: keys, indexes: indexes))
+            entities.append(
+                Entity(entityIndex: entityIndex, keys: keys, locations: directory ? locations : nil, indexes: indexes))
         }
         self.entities = entities
     }
 
-    init(transactionID: UInt64, nextPrimaryKey: Int64, entities: [Entity]) {
+    init(transactionID: UInt64, nextPrimaryKey: Int64, versions: Int64? = nil, entities: [Entity]) {
         self.transactionID = transactionID
         self.nextPrimaryKey = nextPrimaryKey
+        self.versions = versions
         self.entities = entities
     }
 
@@ -69,7 +90,9 @@ struct LogCheckpoint: Equatable {
         var w = LogByteWriter(capacity: 32 + entryCount * 8)
         w.varint(transactionID)
         w.zigzag(nextPrimaryKey)
+        if let versions { w.varint(UInt64(max(0, versions))) }
         w.varint(entities.count)
+        var previousLocation: Int64 = 0
         for entity in entities {
             w.varint(entity.entityIndex)
             w.varint(entity.keys.count)
@@ -77,6 +100,13 @@ struct LogCheckpoint: Equatable {
             for (position, key) in entity.keys.enumerated() {
                 if position == 0 { w.zigzag(key) } else { w.varint(UInt64(bitPattern: key &- previous)) }
                 previous = key
+            }
+            if versions != nil {
+                for location in entity.locations ?? [] {
+                    w.zigzag(location.blockOffset &- previousLocation)
+                    w.varint(location.slot)
+                    previousLocation = location.blockOffset
+                }
             }
             w.varint(entity.indexes.count)
             for index in entity.indexes {
@@ -97,13 +127,20 @@ struct LogCheckpoint: Equatable {
         return w.bytes
     }
 
-    /// Decodes and checks a payload against the stored schema: entity indexes in range and
-    /// ascending, keys and entries ascending, one entry per record in every index.
-    static func decode(_ payload: [UInt8], schema: LogSchemaDescription) throws -> LogCheckpoint {
+    /// Decodes and checks a payload of a file of `formatVersion` against the stored schema:
+    /// entity indexes in range and ascending, keys and entries ascending, one entry per
+    /// record in every index, and (version 4) locations inside the file's commits, below
+    /// `fileSize`.
+    static func decode(
+        _ payload: [UInt8], schema: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version,
+        fileSize: Int64 = Int64(LogFormat.maximumPayload) << 8
+    ) throws -> LogCheckpoint {
         var r = LogByteReader(payload)
         let transactionID = try r.varint()
         let nextPrimaryKey = try r.zigzag()
+        let versions: Int64? = formatVersion >= 4 ? Int64(clamping: try r.varint()) : nil
         let entityCount = try r.count(minimumSize: 3)
+        var previousLocation: Int64 = 0
         var entities: [Entity] = []
         var previousEntity = -1
         for _ in 0..<entityCount {
@@ -126,6 +163,21 @@ struct LogCheckpoint: Equatable {
                     throw LogDecodeError("checkpoint keys of entity \(entityIndex) are not ascending")
                 }
                 keys.append(next)
+            }
+            var locations: [RecordLocation]?
+            if versions != nil {
+                var found: [RecordLocation] = []
+                found.reserveCapacity(count)
+                for _ in 0..<count {
+                    let (offset, overflow) = previousLocation.addingReportingOverflow(try r.zigzag())
+                    let slot = try r.varint()
+                    guard !overflow, offset >= Int64(LogFormat.fileHeaderSize), offset < fileSize,
+                        slot < UInt64(RecordLocation.slotsPerBlock)
+                    else { throw LogDecodeError("a checkpoint location of entity \(entityIndex) is outside the file") }
+                    found.append(RecordLocation(blockOffset: offset, slot: Int(slot)))
+                    previousLocation = offset
+                }
+                locations = found
             }
             let stored = try r.count(minimumSize: 1)
             let expected = indexCount(of: schema.entities[entityIndex])
@@ -158,10 +210,11 @@ struct LogCheckpoint: Equatable {
                 }
                 indexes.append(entries)
             }
-            entities.append(Entity(entityIndex: entityIndex, keys: keys, indexes: indexes))
+            entities.append(Entity(entityIndex: entityIndex, keys: keys, locations: locations, indexes: indexes))
         }
         guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the checkpoint's last entity") }
-        return LogCheckpoint(transactionID: transactionID, nextPrimaryKey: nextPrimaryKey, entities: entities)
+        return LogCheckpoint(
+            transactionID: transactionID, nextPrimaryKey: nextPrimaryKey, versions: versions, entities: entities)
     }
 
     /// The index entries to load, by entity name, when the checkpoint agrees with the live
@@ -200,13 +253,15 @@ final class LogCheckpointPrefetch: @unchecked Sendable {
     private let done = DispatchGroup()
     private var result: Result<(LogCheckpoint, next: Int64), any Error> = .failure(LogDecodeError("not decoded"))
 
-    /// Starts decoding the record that ends the file, if the frames say it is a checkpoint.
+    /// Starts decoding the last checkpoint the frames show: in version 4 the last one, in
+    /// version 3 only one that ends the file.
     static func start(
         _ fs: any LogFileSystem, _ fd: Int32, from start: Int64, fileSize: Int64, salt: UInt64,
-        schema: LogSchemaDescription
+        schema: LogSchemaDescription, formatVersion: UInt16
     ) -> LogCheckpointPrefetch? {
         var offset = start
         var last: (offset: Int64, type: UInt8)?
+        var lastCheckpoint: Int64?
         while fileSize - offset >= Int64(LogFormat.frameSize) {
             guard let frame = try? fs.read(fd, count: LogFormat.frameSize, at: offset),
                 frame.count == LogFormat.frameSize
@@ -215,19 +270,30 @@ final class LogCheckpointPrefetch: @unchecked Sendable {
             let next = offset + Int64(LogFormat.frameSize) + stored
             guard next <= fileSize else { break }
             last = (offset, frame[4])
+            if frame[4] == LogFormat.RecordType.checkpoint.rawValue { lastCheckpoint = offset }
             offset = next
         }
-        guard let last, last.type == LogFormat.RecordType.checkpoint.rawValue else { return nil }
-        let prefetch = LogCheckpointPrefetch(offset: last.offset)
+        // Version 3 uses a checkpoint only when it ends the file; version 4 the last one.
+        let found =
+            formatVersion >= 4
+            ? lastCheckpoint
+            : last.flatMap {
+                $0.type == LogFormat.RecordType.checkpoint.rawValue ? $0.offset : nil
+            }
+        guard let found else { return nil }
+        let prefetch = LogCheckpointPrefetch(offset: found)
         prefetch.done.enter()
         DispatchQueue.global(qos: .userInitiated).async {
             defer { prefetch.done.leave() }
             prefetch.result = Result {
                 guard
                     case .record(.checkpoint, let payload, let next) = try LogFormat.readRecord(
-                        fs, fd, at: last.offset, fileSize: fileSize, salt: salt)
-                else { throw LogDecodeError("the record at offset \(last.offset) is not a valid checkpoint") }
-                return (try LogCheckpoint.decode(payload, schema: schema), next)
+                        fs, fd, at: found, fileSize: fileSize, salt: salt)
+                else { throw LogDecodeError("the record at offset \(found) is not a valid checkpoint") }
+                return (
+                    try LogCheckpoint.decode(payload, schema: schema, formatVersion: formatVersion, fileSize: fileSize),
+                    next
+                )
             }
         }
         return prefetch

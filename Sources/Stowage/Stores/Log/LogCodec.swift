@@ -187,6 +187,27 @@ struct LogEntityMap: Sendable {
     /// The file's format version: external references (tag 0x11) only in version 2.
     let formatVersion: UInt16
 
+    /// The same map for a file of another format version (after a rewrite).
+    func with(formatVersion version: UInt16) -> LogEntityMap {
+        version == formatVersion
+            ? self
+            : LogEntityMap(
+                storeIdentifier: storeIdentifier, names: names, propertyCounts: propertyCounts,
+                indexByName: indexByName, external: external, formatVersion: version)
+    }
+
+    private init(
+        storeIdentifier: String, names: [String], propertyCounts: [Int], indexByName: [String: Int],
+        external: [[Int]], formatVersion: UInt16
+    ) {
+        self.storeIdentifier = storeIdentifier
+        self.names = names
+        self.propertyCounts = propertyCounts
+        self.indexByName = indexByName
+        self.external = external
+        self.formatVersion = formatVersion
+    }
+
     init(storeIdentifier: String, description: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version) {
         self.storeIdentifier = storeIdentifier
         self.formatVersion = formatVersion
@@ -212,6 +233,49 @@ struct LogCommit {
     /// External references read by ``LogCodec/decodeCommit(_:map:)``, by write position:
     /// the property's value slot holds `.null` until the store reads the file.
     var externalReferences: [Int: [LogExternalReference]] = [:]
+    /// Version 4: where each write is, by position, once decoded from a file.
+    var locations: [RecordLocation] = []
+}
+
+/// A commit record's payload, and for version 4 its blocks.
+struct LogEncodedCommit {
+    var payload: [UInt8]
+    /// Version 4: each block's header offset in the payload, its number of writes and its
+    /// uncompressed bytes.
+    var blocks: [(offset: Int, writes: Int, bytes: Int)]
+    var formatVersion: UInt16
+
+    /// The framed record, to be written at `offset`. A version 4 commit is raw: its blocks
+    /// are compressed instead, and their locations follow from `offset`.
+    func record(salt: UInt64, offset: Int64) -> [UInt8] {
+        LogFormat.frame(type: .commit, payload: payload, salt: salt, offset: offset, compress: formatVersion < 4)
+    }
+
+    /// Where each write is once the record is at `offset`, in write order (version 4).
+    func locations(recordOffset offset: Int64) -> [RecordLocation] {
+        var result: [RecordLocation] = []
+        for block in blocks {
+            let start = offset + Int64(LogFormat.frameSize + block.offset)
+            for slot in 0..<block.writes { result.append(RecordLocation(blockOffset: start, slot: slot)) }
+        }
+        return result
+    }
+
+    /// The blocks at their file offsets once the record is at `offset`, each with the
+    /// snapshots of its writes: for the record cache.
+    func cachedBlocks(recordOffset offset: Int64, writes: [DefaultSnapshot]) -> [(
+        offset: Int64, snapshots: [DefaultSnapshot], bytes: Int
+    )] {
+        var result: [(offset: Int64, snapshots: [DefaultSnapshot], bytes: Int)] = []
+        var first = 0
+        for block in blocks {
+            let end = min(writes.count, first + block.writes)
+            result.append(
+                (offset + Int64(LogFormat.frameSize + block.offset), Array(writes[first..<end]), block.bytes))
+            first = end
+        }
+        return result
+    }
 }
 
 /// Where an external value's bytes are (`Formats/log.md`, "External values").
@@ -261,7 +325,7 @@ enum LogCodec {
     ///   position and property position), instead of its value; `nil` writes the value.
     static func encodeCommit(
         _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil
-    ) throws -> [UInt8] {
+    ) throws -> LogEncodedCommit {
         var w = LogByteWriter(capacity: 64 + commit.writes.count * 64)
         w.varint(commit.transactionID)
         w.zigzag(commit.timestamp)
@@ -277,6 +341,10 @@ enum LogCodec {
             w.varint(try entityIndex(entity, map))
             w.zigzag(key)
         }
+        if map.formatVersion >= 4 {
+            let blocks = try encodeBlocks(commit, into: &w, map: map, external: external)
+            return LogEncodedCommit(payload: w.bytes, blocks: blocks, formatVersion: map.formatVersion)
+        }
         w.varint(commit.writes.count)
         for (position, write) in commit.writes.enumerated() {
             w.u8(write.isInsert ? 0 : 1)
@@ -284,11 +352,47 @@ enum LogCodec {
                 write.snapshot, key: write.key, entity: write.entity, into: &w, map: map,
                 external: external.map { lookup in { lookup(position, $0) } })
         }
-        return w.bytes
+        return LogEncodedCommit(payload: w.bytes, blocks: [], formatVersion: map.formatVersion)
     }
 
-    static func decodeCommit(_ payload: [UInt8], map: LogEntityMap) throws -> LogCommit {
+    /// What a commit's header says, read without decoding its writes: for a version 4
+    /// commit, its blocks are walked by their headers and not decompressed.
+    struct CommitSummary {
+        var transactionID: UInt64
+        var nextPrimaryKey: Int64
+        /// Its deletes and writes.
+        var versions: Int64
+    }
+
+    /// Reads a commit's transaction, next key and number of versions. For a version 4
+    /// commit the block lengths are checked, not the blocks' checksums or contents.
+    static func decodeCommitSummary(_ payload: [UInt8], map: LogEntityMap) throws -> CommitSummary {
         var r = LogByteReader(payload)
+        let (transactionID, _, _, nextPrimaryKey) = try decodeCommitStart(&r)
+        let deleteCount = try r.count(minimumSize: 2)
+        for _ in 0..<deleteCount {
+            _ = try entityName(try r.varint(), map)
+            _ = try r.zigzag()
+        }
+        let writeCount = try r.count(minimumSize: 4)
+        guard map.formatVersion >= 4 else {
+            throw LogDecodeError("only a version 4 commit can be summarized without decoding its writes")
+        }
+        var writes = 0
+        while !r.isAtEnd {
+            let header = try LogBlocks.header(
+                r.bytes[r.position...], available: r.remaining - LogBlocks.headerSize)
+            _ = try r.bytes(LogBlocks.headerSize + header.storedLength)
+            writes += header.writes
+        }
+        guard writes == writeCount else {
+            throw LogDecodeError("the commit's blocks hold \(writes) writes, its header says \(writeCount)")
+        }
+        return CommitSummary(
+            transactionID: transactionID, nextPrimaryKey: nextPrimaryKey, versions: Int64(deleteCount + writeCount))
+    }
+
+    private static func decodeCommitStart(_ r: inout LogByteReader) throws -> (UInt64, Int64, String?, Int64) {
         let transactionID = try r.varint()
         let timestamp = try r.zigzag()
         let author: String?
@@ -297,7 +401,14 @@ enum LogCodec {
         case 1: author = try r.string()
         case let flag: throw LogDecodeError("bad author flag \(flag)")
         }
-        let nextPrimaryKey = try r.zigzag()
+        return (transactionID, timestamp, author, try r.zigzag())
+    }
+
+    /// Decodes a whole commit. A version 4 commit's blocks are checked (checksums, LZ4)
+    /// and the writes' locations computed from `recordOffset`, where the record starts.
+    static func decodeCommit(_ payload: [UInt8], map: LogEntityMap, recordOffset: Int64 = 0) throws -> LogCommit {
+        var r = LogByteReader(payload)
+        let (transactionID, timestamp, author, nextPrimaryKey) = try decodeCommitStart(&r)
         var deletes: [(entity: String, key: Int64)] = []
         let deleteCount = try r.count(minimumSize: 2)
         deletes.reserveCapacity(deleteCount)
@@ -309,25 +420,52 @@ enum LogCodec {
         var references: [Int: [LogExternalReference]] = [:]
         let writeCount = try r.count(minimumSize: 4)
         writes.reserveCapacity(writeCount)
-        for position in 0..<writeCount {
-            let isInsert: Bool
-            switch try r.u8() {
-            case 0: isInsert = true
-            case 1: isInsert = false
-            case let kind: throw LogDecodeError("bad write kind \(kind)")
+        var locations: [RecordLocation] = []
+        func decodeWrites(_ r: inout LogByteReader, _ count: Int) throws {
+            for _ in 0..<count {
+                let isInsert: Bool
+                switch try r.u8() {
+                case 0: isInsert = true
+                case 1: isInsert = false
+                case let kind: throw LogDecodeError("bad write kind \(kind)")
+                }
+                var found: [LogExternalReference] = []
+                let snapshot = try decodeSnapshot(&r, map: map, externalReferences: &found)
+                if !found.isEmpty { references[writes.count] = found }
+                guard let key = snapshot.persistentIdentifier.primaryKey else {
+                    throw LogDecodeError("snapshot without a key")
+                }
+                writes.append((snapshot.persistentIdentifier.entityName, key, snapshot, isInsert))
             }
-            var found: [LogExternalReference] = []
-            let snapshot = try decodeSnapshot(&r, map: map, externalReferences: &found)
-            if !found.isEmpty { references[position] = found }
-            guard let key = snapshot.persistentIdentifier.primaryKey else {
-                throw LogDecodeError("snapshot without a key")
+        }
+        if map.formatVersion >= 4 {
+            locations.reserveCapacity(writeCount)
+            while !r.isAtEnd {
+                let start = r.position
+                let header = try LogBlocks.header(
+                    r.bytes[r.position...], available: r.remaining - LogBlocks.headerSize)
+                guard writes.count + header.writes <= writeCount else {
+                    throw LogDecodeError("the commit's blocks hold more than its \(writeCount) writes")
+                }
+                let headerBytes = try r.bytes(LogBlocks.headerSize)
+                let contents = try LogBlocks.contents(
+                    header, headerBytes: headerBytes, stored: try r.bytes(header.storedLength))
+                var block = LogByteReader(contents)
+                try decodeWrites(&block, header.writes)
+                guard block.isAtEnd else { throw LogDecodeError("\(block.remaining) bytes after a block's last write") }
+                let blockOffset = recordOffset + Int64(LogFormat.frameSize + start)
+                for slot in 0..<header.writes { locations.append(RecordLocation(blockOffset: blockOffset, slot: slot)) }
             }
-            writes.append((snapshot.persistentIdentifier.entityName, key, snapshot, isInsert))
+            guard writes.count == writeCount else {
+                throw LogDecodeError("the commit's blocks hold \(writes.count) writes, its header says \(writeCount)")
+            }
+        } else {
+            try decodeWrites(&r, writeCount)
         }
         guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the commit's last write") }
         return LogCommit(
             transactionID: transactionID, timestamp: timestamp, author: author, nextPrimaryKey: nextPrimaryKey,
-            deletes: deletes, writes: writes, externalReferences: references)
+            deletes: deletes, writes: writes, externalReferences: references, locations: locations)
     }
 
     // MARK: Snapshots

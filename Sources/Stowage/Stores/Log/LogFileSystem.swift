@@ -159,6 +159,13 @@ public struct POSIXLogFileSystem: LogFileSystem {
 }
 
 extension LogFileSystem {
+    /// A second descriptor for the open file `fd` (`dup`), which the caller closes.
+    public func duplicate(_ fd: Int32) throws -> Int32 {
+        let copy = dup(fd)
+        guard copy >= 0 else { throw POSIXLogFileSystem.failure("dup", nil) }
+        return copy
+    }
+
     /// Creates the store's directory if needed (mode 0700), then opens `<path>.lock` and
     /// takes its exclusive lock, for every store that keeps one file. Returns the lock's
     /// descriptor; the caller closes it when the store closes or its open fails.

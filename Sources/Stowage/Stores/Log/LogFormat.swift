@@ -2,9 +2,9 @@
 enum LogFormat {
     static let magic: [UInt8] = Array("STOWLOG".utf8) + [0]
     /// The version this Stowage writes when it creates or rewrites a file.
-    static let version: UInt16 = 3
+    static let version: UInt16 = 4
     /// The versions it reads (and appends to).
-    static let readableVersions: ClosedRange<UInt16> = 1...3
+    static let readableVersions: ClosedRange<UInt16> = 1...4
     static let fileHeaderSize = 32
     static let frameSize = 16
     static let maximumPayload = 0x7E00_0000
@@ -79,10 +79,12 @@ enum LogFormat {
     /// One framed record, ready to write at `offset`: compressed if that pays. The
     /// payload is compressed straight into the record's buffer, after room for the frame,
     /// so that a large save holds no third copy of its bytes.
-    static func frame(type: RecordType, payload: [UInt8], salt: UInt64, offset: Int64) -> [UInt8] {
+    static func frame(
+        type: RecordType, payload: [UInt8], salt: UInt64, offset: Int64, compress: Bool = true
+    ) -> [UInt8] {
         var record: [UInt8]
         var flags: UInt8 = 0
-        if payload.count >= compressionThreshold,
+        if compress, payload.count >= compressionThreshold,
             let compressed = LZ4Block.compress(payload, headroom: frameSize)
         {
             record = compressed

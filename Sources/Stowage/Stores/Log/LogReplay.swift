@@ -16,6 +16,8 @@ struct LogReplay {
         var keys: [Int64] = []
         /// The version's snapshot; a delete's is an empty placeholder.
         var snapshots: [DefaultSnapshot] = []
+        /// Version 4: each version's location (a delete's is a placeholder).
+        var locations: [RecordLocation] = []
         /// Positions of deletes.
         var deletes: Set<Int> = []
         /// External references by position.
@@ -24,10 +26,11 @@ struct LogReplay {
         /// are already the live records in key order.
         var isSimple = true
 
-        mutating func append(_ key: Int64, _ snapshot: DefaultSnapshot) {
+        mutating func append(_ key: Int64, _ snapshot: DefaultSnapshot, _ location: RecordLocation?) {
             if isSimple, let last = keys.last, last >= key { isSimple = false }
             keys.append(key)
             snapshots.append(snapshot)
+            if let location { locations.append(location) }
         }
     }
 
@@ -35,6 +38,8 @@ struct LogReplay {
     struct Records {
         var keys: [Int64] = []
         var snapshots: [DefaultSnapshot] = []
+        /// Version 4: where each record is, parallel to `keys`; empty otherwise.
+        var locations: [RecordLocation] = []
     }
 
     private var entities: [String: EntityVersions] = [:]
@@ -46,17 +51,23 @@ struct LogReplay {
     private(set) var nextPrimaryKey: Int64 = 1
     /// Every write and delete replayed: the record versions in the file.
     private(set) var versions: Int64 = 0
+    /// Whether the commits carry locations (format version 4): every write has one.
+    let located: Bool
+
+    init(located: Bool = false) { self.located = located }
 
     /// Applies one commit: its deletes, then its writes in order, then its next key.
     mutating func add(_ commit: LogCommit) {
         versions += Int64(commit.deletes.count + commit.writes.count)
+        let hasLocations = located && commit.locations.count == commit.writes.count
         for (entity, key) in commit.deletes {
             entities[entity, default: EntityVersions()].deletes.insert(entities[entity]?.keys.count ?? 0)
             entities[entity]?.append(
                 key,
                 DefaultSnapshot(
                     persistentIdentifier: .permanent(entityName: entity, storeIdentifier: "", primaryKey: key),
-                    values: []))
+                    values: []),
+                located ? RecordLocation(blockOffset: 0, slot: 0) : nil)
             entities[entity]?.isSimple = false
         }
         // Writes come in runs of one entity: look each run's list up once.
@@ -69,7 +80,7 @@ struct LogReplay {
                 list = entities.removeValue(forKey: entity) ?? EntityVersions()
             }
             if let found = commit.externalReferences[position] { list.references[list.keys.count] = found }
-            list.append(key, snapshot)
+            list.append(key, snapshot, hasLocations ? commit.locations[position] : nil)
         }
         if let done = currentName { entities[done] = list }
         nextPrimaryKey = max(nextPrimaryKey, commit.nextPrimaryKey)
@@ -81,7 +92,7 @@ struct LogReplay {
             guard let list = entities.removeValue(forKey: name) else { continue }
             if list.isSimple {
                 for (position, found) in list.references { references[name, default: [:]][list.keys[position]] = found }
-                live[name] = Records(keys: list.keys, snapshots: list.snapshots)
+                live[name] = Records(keys: list.keys, snapshots: list.snapshots, locations: list.locations)
                 continue
             }
             // A stable sort keeps file order among the versions of one key; the last wins.
@@ -90,6 +101,7 @@ struct LogReplay {
             var records = Records()
             records.keys.reserveCapacity(keys.count)
             records.snapshots.reserveCapacity(keys.count)
+            let located = list.locations.count == keys.count
             var run = 0
             while run < order.count {
                 var last = run
@@ -98,6 +110,7 @@ struct LogReplay {
                 if !list.deletes.contains(position) {
                     records.keys.append(keys[position])
                     records.snapshots.append(list.snapshots[position])
+                    if located { records.locations.append(list.locations[position]) }
                     if let found = list.references[position] { references[name, default: [:]][keys[position]] = found }
                 }
                 run = last + 1
@@ -134,10 +147,13 @@ struct LogReplay {
 
     /// The table holding every live record, with its indexes: taken from `indexEntries`
     /// (a checkpoint's, already checked against the records) where given, else computed.
+    /// Records with locations (version 4) are held by location, read back through `source`.
     func table(
-        schema: Schema, storeIdentifier: String, indexEntries: [String: [LogCheckpoint.Entries]] = [:]
+        schema: Schema, storeIdentifier: String, indexEntries: [String: [LogCheckpoint.Entries]] = [:],
+        source: (any SnapshotSource)? = nil
     ) -> SnapshotTable {
         var table = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
+        table.source = source
         table.bulkLoad(sorted: live, indexEntries: indexEntries)
         table.nextPrimaryKey = max(table.nextPrimaryKey, nextPrimaryKey)
         return table
@@ -150,7 +166,7 @@ extension SnapshotTable {
         bulkLoad(
             sorted: live.mapValues { byKey in
                 let sorted = byKey.sorted { $0.key < $1.key }
-                return LogReplay.Records(keys: sorted.map(\.key), snapshots: sorted.map(\.value))
+                return LogReplay.Records(keys: sorted.map(\.key), snapshots: sorted.map(\.value), locations: [])
             })
     }
 
@@ -168,13 +184,18 @@ extension SnapshotTable {
             let indexes = records.indexes
             let built = SendableBox(
                 (
-                    rows: BTree<Int64, DefaultSnapshot>(),
+                    rows: BTree<Int64, StoredRow>(),
                     trees: [BTree<IndexKey, Int64>?](repeating: nil, count: indexes.count)
                 ))
             // Task 0 builds the primary-key tree, task i + 1 index i.
             DispatchQueue.concurrentPerform(iterations: indexes.count + 1) { task in
                 if task == 0 {
-                    let tree = BTree<Int64, DefaultSnapshot>(sortedElements: zip(sorted.keys, sorted.snapshots))
+                    let tree =
+                        sorted.locations.count == sorted.keys.count
+                        ? BTree<Int64, StoredRow>(
+                            sortedElements: zip(sorted.keys, sorted.locations.lazy.map { .location($0) }))
+                        : BTree<Int64, StoredRow>(
+                            sortedElements: zip(sorted.keys, sorted.snapshots.lazy.map { .snapshot($0) }))
                     built.withLock { $0.rows = tree }
                     return
                 }

@@ -44,8 +44,11 @@ extension LogStore {
     /// Appends a checkpoint of the table as it is now. Called with the writer lock held
     /// and no save pending; syncing is the caller's business.
     func appendCheckpoint(_ w: inout WriterState) throws {
-        let checkpoint = table.withLock {
-            LogCheckpoint($0, transactionID: w.lastCommitTransaction, map: map)
+        let version = w.formatVersion
+        let checkpoint = try table.withLock {
+            try LogCheckpoint(
+                $0, transactionID: w.lastCommitTransaction, map: map.with(formatVersion: version),
+                versions: w.versions)
         }
         let start = w.end
         try append(&w, type: .checkpoint, payload: checkpoint.encode())

@@ -85,7 +85,9 @@ extension LogStore {
     /// The payload size at which compaction starts a new commit record.
     static let compactionChunkSize = 4 << 20
 
-    /// Replaces the log with one that holds `source`'s records. Called with the writer lock.
+    /// Replaces the log with one that holds `source`'s records, and the table with one that
+    /// holds them where the new file has them. Called with the writer lock; `source` is
+    /// the table as it is (no save can change it meanwhile).
     func rewrite(_ w: inout WriterState, from source: SnapshotTable) throws {
         let generation = w.generation + 1
         let header = LogFormat.FileHeader(
@@ -102,6 +104,11 @@ extension LogStore {
         // The external values as the new file refers to them, and the files made for it.
         var external: [LogExternalSlot: LogExternalReference] = source.count == 0 ? [:] : w.external
         var created: [String] = []
+        let newMap = map.with(formatVersion: header.version)
+        // The new file's rows: each record's location in it, by entity, in key order.
+        var rebuilt = source
+        var newRows: [String: [(Int64, StoredRow)]] = [:]
+        var newReader: LogRecordReader?
         do {
             let start = Self.headerBytes(
                 header, storeIdentifier: identifier, createdAt: createdAt, schema: storedSchema)
@@ -122,18 +129,24 @@ extension LogStore {
                 try externalFiles.write(values.files)
                 created += values.files.map(\.name)
                 for (slot, reference) in values.slots { external[slot] = reference }
-                let payload = try LogCodec.encodeCommit(
-                    commit, map: map, external: values.references.isEmpty ? nil : { values.references[$0]?[$1] })
-                let record = LogFormat.frame(type: .commit, payload: payload, salt: header.salt, offset: end)
+                let encoded = try LogCodec.encodeCommit(
+                    commit, map: newMap, external: values.references.isEmpty ? nil : { values.references[$0]?[$1] })
+                let record = encoded.record(salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
+                if header.version >= 4 {
+                    for (write, location) in zip(writes, encoded.locations(recordOffset: end)) {
+                        newRows[write.entity, default: []].append((write.key, .location(location)))
+                    }
+                }
                 end += Int64(record.count)
                 wroteCommit = true
                 writes.removeAll(keepingCapacity: true)
                 pending = 0
             }
             for name in map.names {
-                for snapshot in source.allSnapshots(of: name) {
-                    guard let key = snapshot.persistentIdentifier.primaryKey else { continue }
+                // One record at a time: records held by location are read as they go.
+                try source.forEachRecord(of: name) { snapshot in
+                    guard let key = snapshot.persistentIdentifier.primaryKey else { return }
                     writes.append((name, key, snapshot, true))
                     pending += 32 + snapshot.values.count * 8
                     if pending >= Self.compactionChunkSize { try flush(force: false) }
@@ -141,8 +154,14 @@ extension LogStore {
             }
             // An empty store that has handed out keys still records its next key.
             try flush(force: source.count == 0 && source.nextPrimaryKey > 1)
+            if header.version >= 4 {
+                newReader = LogRecordReader(
+                    fs: fs, fd: try fs.duplicate(fd), path: path, map: newMap, capacity: configuration.cacheCapacity)
+                rebuilt.replaceRows(newRows, source: newReader)
+            }
             if source.count > 0 {
-                let checkpoint = LogCheckpoint(source, transactionID: lastTransaction, map: map)
+                let checkpoint = try LogCheckpoint(
+                    rebuilt, transactionID: lastTransaction, map: newMap, versions: Int64(source.count))
                 let record = LogFormat.frame(
                     type: .checkpoint, payload: checkpoint.encode(), salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
@@ -159,7 +178,8 @@ extension LogStore {
                 .ioFailure, "rewriting \(path) failed before the switch; the store is unchanged",
                 underlying: error)
         }
-        // The new file is the log now.
+        // The new file is the log now, and the table refers to it.
+        if newReader != nil { table.withLock { $0 = rebuilt } }
         fs.close(w.fd)
         w.fd = fd
         w.salt = header.salt

@@ -94,8 +94,18 @@ extension LogStore {
         writer.dataStart = Int64(bytes.count)
         writer.formatVersion = version
         writer.lastCheckpointEnd = Int64(bytes.count)
+        var table = SnapshotTable(schema: schema, storeIdentifier: identifier)
+        if version >= 4 {
+            do {
+                table.source = LogRecordReader(
+                    fs: fs, fd: try fs.duplicate(fd), path: path, map: map, capacity: configuration.cacheCapacity)
+            } catch {
+                fs.close(fd)
+                throw error
+            }
+        }
         return Opened(
-            table: SnapshotTable(schema: schema, storeIdentifier: identifier),
+            table: table,
             writer: writer,
             map: map, description: description, createdAt: createdAt, report: nil)
     }
@@ -139,26 +149,35 @@ extension LogStore {
         let readMap = LogEntityMap(storeIdentifier: identifier, description: stored, formatVersion: header.version)
         let map = readMap
         let commitsStart = offset
-        var replay = LogReplay()
+        var replay = LogReplay(located: header.version >= 4)
         var lastTransaction: UInt64 = 0
         var commits = 0
         var damage: String?
         // The last checkpoint (version 3) and where it ends; every checkpoint's bytes.
         var checkpoint: LogCheckpoint?
+        var checkpointStart = commitsStart
         var checkpointEnd = commitsStart
         var checkpointBytes: Int64 = 0
         var lastCheckpointBytes: Int64 = 0
         let prefetch =
             header.version >= 3
             ? LogCheckpointPrefetch.start(
-                fs, fd, from: commitsStart, fileSize: size, salt: header.salt, schema: stored) : nil
+                fs, fd, from: commitsStart, fileSize: size, salt: header.salt, schema: stored,
+                formatVersion: header.version) : nil
         // Every return below waits for it, so that it never reads a closed descriptor.
         defer { _ = try? prefetch?.checkpoint() }
+        // Version 4 (`Formats/log.md`, "Reading, version 4"): the commits before the last
+        // checkpoint are summarized, not decoded, and those after it kept to apply to the
+        // table the checkpoint gives. External values need every commit decoded.
+        let summarizeBefore = header.version >= 4 && !stored.hasExternalValues ? prefetch?.offset : nil
+        var summary = (transaction: UInt64(0), nextKey: Int64(1), versions: Int64(0), commits: 0)
+        var tail: [LogCommit] = []
         scan: while true {
             // The prefetched checkpoint passed every check the read below makes: take it
             // without reading its bytes again. If it failed, the read reports why.
             if let prefetch, prefetch.offset == offset, let (found, next) = try? prefetch.checkpoint() {
                 checkpoint = found
+                checkpointStart = offset
                 checkpointEnd = next
                 checkpointBytes += next - offset
                 lastCheckpointBytes = next - offset
@@ -172,10 +191,23 @@ extension LogStore {
                 damage = reason
                 break scan
             case .record(.commit, let payload, let next):
+                if header.version >= 4, Int64(payload.count) != next - offset - Int64(LogFormat.frameSize) {
+                    damage = "the version 4 commit at offset \(offset) is compressed as a whole"
+                    break scan
+                }
                 do {
-                    let commit = try LogCodec.decodeCommit(payload, map: readMap)
-                    replay.add(commit)
-                    lastTransaction = max(lastTransaction, commit.transactionID)
+                    if let summarizeBefore, offset < summarizeBefore {
+                        let found = try LogCodec.decodeCommitSummary(payload, map: readMap)
+                        summary.transaction = max(summary.transaction, found.transactionID)
+                        summary.nextKey = max(summary.nextKey, found.nextPrimaryKey)
+                        summary.versions += found.versions
+                        summary.commits += 1
+                        lastTransaction = max(lastTransaction, found.transactionID)
+                    } else {
+                        let commit = try LogCodec.decodeCommit(payload, map: readMap, recordOffset: offset)
+                        lastTransaction = max(lastTransaction, commit.transactionID)
+                        if summarizeBefore != nil { tail.append(commit) } else { replay.add(commit) }
+                    }
                     commits += 1
                     offset = next
                 } catch {
@@ -184,7 +216,9 @@ extension LogStore {
                 }
             case .record(.checkpoint, let payload, let next) where header.version >= 3:
                 do {
-                    checkpoint = try LogCheckpoint.decode(payload, schema: stored)
+                    checkpoint = try LogCheckpoint.decode(
+                        payload, schema: stored, formatVersion: header.version, fileSize: size)
+                    checkpointStart = offset
                     checkpointEnd = next
                     checkpointBytes += next - offset
                     lastCheckpointBytes = next - offset
@@ -214,11 +248,37 @@ extension LogStore {
             report = RecoveryReport(
                 validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
         }
+        // Version 4 records are read back through a reader of their own descriptor.
+        var reader: LogRecordReader?
+        if header.version >= 4 {
+            reader = LogRecordReader(
+                fs: fs, fd: try fs.duplicate(fd), path: path, map: readMap, capacity: configuration.cacheCapacity)
+        }
+        var table: SnapshotTable?
+        var versions = replay.versions
+        if let summarizeBefore, let found = checkpoint, let reader {
+            // The summarized commits end where the checkpoint starts: use it if it agrees.
+            if checkpointStart == summarizeBefore, found.transactionID == summary.transaction,
+                found.nextPrimaryKey == summary.nextKey, found.versions == summary.versions
+            {
+                table = try Self.table(
+                    from: found, after: tail, schema: schema, map: readMap, source: reader, path: path)
+                versions = summary.versions + tail.reduce(0) { $0 + Int64($1.deletes.count + $1.writes.count) }
+            }
+            // A checkpoint that disagrees is not trusted for anything else either.
+            if table == nil { checkpoint = nil }
+        }
+        if table == nil, summary.commits > 0 || !tail.isEmpty {
+            // The checkpoint could not be used: decode every commit of the valid prefix.
+            replay = try Self.replayAll(
+                fs, fd, from: commitsStart, to: offset, salt: header.salt, size: size, map: readMap, path: path)
+            versions = replay.versions
+        }
         replay.finish()
         // A checkpoint that ends the valid prefix and agrees with the records gives the
         // indexes' sorted entries; any other is ignored.
         var indexEntries: [String: [LogCheckpoint.Entries]]?
-        if let checkpoint, checkpointEnd == offset {
+        if table == nil, let checkpoint, checkpointEnd == offset {
             indexEntries = checkpoint.indexEntries(
                 agreeingWith: replay.liveRecords, map: readMap, transactionID: lastTransaction,
                 nextPrimaryKey: replay.nextPrimaryKey)
@@ -244,7 +304,7 @@ extension LogStore {
             fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
             nextTransactionID: lastTransaction + 1)
         writer.dataStart = commitsStart
-        writer.versions = replay.versions
+        writer.versions = versions
         writer.formatVersion = header.version
         writer.checkpointBytes = checkpointBytes
         writer.lastCheckpointBytes = lastCheckpointBytes
@@ -254,12 +314,76 @@ extension LogStore {
         let needsUpgrade = header.version == 1 && live.hasExternalValues
         let description = needsUpgrade ? stored.withExternalFlags(of: live) : stored
         return Opened(
-            table: replay.table(schema: schema, storeIdentifier: identifier, indexEntries: indexEntries ?? [:]),
+            table: table
+                ?? replay.table(
+                    schema: schema, storeIdentifier: identifier, indexEntries: indexEntries ?? [:], source: reader),
             writer: writer,
             map: needsUpgrade
                 ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
             description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
-            usedCheckpoint: indexEntries != nil)
+            usedCheckpoint: indexEntries != nil || table != nil)
+    }
+
+    /// Decodes every commit in `[start, end)`, a prefix already checked record by record.
+    private static func replayAll(
+        _ fs: any LogFileSystem, _ fd: Int32, from start: Int64, to end: Int64, salt: UInt64, size: Int64,
+        map: LogEntityMap, path: String
+    ) throws -> LogReplay {
+        var replay = LogReplay(located: map.formatVersion >= 4)
+        var offset = start
+        while offset < end {
+            guard
+                case .record(let type, let payload, let next) = try LogFormat.readRecord(
+                    fs, fd, at: offset, fileSize: size, salt: salt)
+            else {
+                throw DataStoreError(.corruptStore, "\(path): the record at offset \(offset) changed while opening")
+            }
+            if type == .commit {
+                do {
+                    replay.add(try LogCodec.decodeCommit(payload, map: map, recordOffset: offset))
+                } catch {
+                    throw DataStoreError(
+                        .corruptStore, "\(path): the commit at offset \(offset) does not decode: \(error)")
+                }
+            }
+            offset = next
+        }
+        return replay
+    }
+
+    /// The table a version 4 checkpoint gives (records by location, indexes from its
+    /// entries), with the commits after it applied as saves.
+    private static func table(
+        from checkpoint: LogCheckpoint, after tail: [LogCommit], schema: Schema, map: LogEntityMap,
+        source: LogRecordReader, path: String
+    ) throws -> SnapshotTable? {
+        var live: [String: LogReplay.Records] = [:]
+        var entries: [String: [LogCheckpoint.Entries]] = [:]
+        for entity in checkpoint.entities {
+            guard entity.entityIndex < map.names.count, let locations = entity.locations,
+                locations.count == entity.keys.count
+            else { return nil }
+            let name = map.names[entity.entityIndex]
+            live[name] = LogReplay.Records(keys: entity.keys, snapshots: [], locations: locations)
+            entries[name] = entity.indexes
+        }
+        var table = SnapshotTable(schema: schema, storeIdentifier: map.storeIdentifier)
+        table.source = source
+        for (name, records) in table.entities where live[name] != nil {
+            guard entries[name]?.count == records.indexes.count else { return nil }
+        }
+        table.bulkLoad(sorted: live, indexEntries: entries)
+        table.nextPrimaryKey = max(table.nextPrimaryKey, checkpoint.nextPrimaryKey)
+        for commit in tail {
+            var prepared = SnapshotTable.PreparedSave()
+            prepared.deletes = commit.deletes
+            prepared.writes = commit.writes
+            prepared.storedRows = commit.locations.map { .location($0) }
+            prepared.nextPrimaryKey = commit.nextPrimaryKey
+            try table.loadReplaced(&prepared)
+            table.apply(prepared)
+        }
+        return table
     }
 
     /// The start of every record in a log file, then its end: for tests and tools.

@@ -17,9 +17,12 @@ import Synchronization
 ///   A second opener, in this process or another, gets ``DataStoreError/storeLocked``.
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
-/// This version keeps every record in memory (a ``SnapshotTable``), as ``MemoryStore``
-/// does, with the log as the durable truth. Checkpoints, written on close and compaction,
-/// let opening load the indexes instead of building them. Concurrent saves
+/// In format version 4 the store keeps in memory the primary keys with where each record
+/// is in the file (the key directory) and the indexes; records are read back with `pread`,
+/// one block at a time, through a cache bounded by ``LogStoreConfiguration/cacheCapacity``.
+/// Files of versions 1 to 3 keep every record in memory until a compaction rewrites them.
+/// Checkpoints, written on close and compaction, let opening load the key directory and
+/// the indexes instead of decoding the records. Concurrent saves
 /// share syncs (group commit): each appends its record in turn, and one `fdatasync`
 /// covers every record appended before it started.
 public final class LogStore: SnapshotTableStore, DataStoreBatching {
@@ -181,6 +184,17 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     // MARK: Reading
 
+    /// The reader of records held by location (format version 4); `nil` for older files.
+    var reader: LogRecordReader? { table.withLock { $0.source as? LogRecordReader } }
+
+    /// Blocks read from the file since the store was opened or compacted, and the
+    /// uncompressed bytes and blocks cached now: for tests and benchmarks.
+    @_spi(Testing) public var readStatistics: (blockReads: Int, cachedBytes: Int, cachedBlocks: Int) {
+        guard let reader else { return (0, 0, 0) }
+        let cached = reader.cached
+        return (reader.blockReads, cached.bytes, cached.blocks)
+    }
+
     // MARK: Writing
 
     public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
@@ -224,19 +238,27 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         _ w: inout WriterState, author: String?, prepare: (SnapshotTable) throws -> SnapshotTable.PreparedSave
     ) throws -> (SnapshotTable.PreparedSave, ticket: UInt64?, compact: Bool) {
         try checkWritable(w)
-        let prepared = try table.withLock { try prepare($0) }
+        var prepared = try table.withLock { try prepare($0) }
         if SnapshotTable.isEmpty(prepared) { return (prepared, nil, false) }
+        let located = w.formatVersion >= 4
+        // Applying never reads: what the save replaces is read now, while it may fail.
+        if located { try table.withLock { try $0.loadReplaced(&prepared) } }
         let commit = SnapshotTable.commit(
             prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
         let external = try externalValues(of: commit, current: w.external)
         try externalFiles.write(external.files)
-        let payload: [UInt8]
         let start = w.end
         do {
-            payload = try LogCodec.encodeCommit(
-                commit, map: map,
+            let encoded = try LogCodec.encodeCommit(
+                commit, map: map.with(formatVersion: w.formatVersion),
                 external: external.references.isEmpty ? nil : { external.references[$0]?[$1] })
-            try append(&w, type: .commit, payload: payload)
+            try append(&w, type: .commit, payload: encoded.payload, compress: !located)
+            if located {
+                // The table holds where the writes are; the cache holds what they are.
+                prepared.storedRows = encoded.locations(recordOffset: start).map { StoredRow.location($0) }
+                reader?.remember(
+                    encoded.cachedBlocks(recordOffset: start, writes: commit.writes.map { $0.snapshot }))
+            }
         } catch {
             externalFiles.removeQuietly(external.files.map(\.name))
             throw error
@@ -284,8 +306,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         }
         for (position, write) in commit.writes.enumerated() {
             guard let e = map.indexByName[write.entity], !map.external[e].isEmpty else { continue }
-            let stored =
-                write.isInsert ? nil : table.withLock { $0.entities[write.entity]?.rows.value(forKey: write.key) }
+            let stored = write.isInsert ? nil : try table.withLock { try $0.stored(write.entity, write.key) }
             for p in map.external[e] where p < write.snapshot.values.count {
                 let slot = LogExternalSlot(entity: e, key: write.key, property: p)
                 guard case .data(let bytes) = write.snapshot.values[p], !bytes.isEmpty else {
@@ -397,12 +418,12 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     /// Writes one record at the end of the valid prefix. Syncing is the caller's business.
     /// On failure the file is cut back to the prefix, and the in-memory state is unchanged.
-    func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8]) throws {
+    func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8], compress: Bool = true) throws {
         guard payload.count <= LogFormat.maximumPayload else {
             throw DataStoreError(
                 .unsupportedFeature, "a record of \(payload.count) bytes is larger than a log record can be")
         }
-        let record = LogFormat.frame(type: type, payload: payload, salt: w.salt, offset: w.end)
+        let record = LogFormat.frame(type: type, payload: payload, salt: w.salt, offset: w.end, compress: compress)
         do {
             try fs.write(w.fd, record, at: w.end)
         } catch {
@@ -507,6 +528,12 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
 
     /// The file operations; tests put a fault-injecting one here.
     @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
+    /// The most uncompressed bytes of blocks that a store of format version 4 keeps
+    /// decoded in memory (`Formats/log.md`, "Reading records"): a read that misses reads
+    /// one block from the file. Decoded snapshots take a few times their encoded bytes.
+    /// SwiftData has no such setting.
+    public var cacheCapacity: Int = 32 << 20
+
     /// A fixed salt for new files (the sample files); otherwise a random one.
     @_spi(Testing) public var fixedSalt: UInt64?
     /// The format version of a new file: 1 writes the version 1 samples and the files the

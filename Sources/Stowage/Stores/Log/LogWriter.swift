@@ -75,23 +75,38 @@ struct LogPendingSave {
 
 extension SnapshotTable {
     /// The changes that undo `prepared` once it is applied: inserted records removed,
-    /// updated and deleted ones written back as they were. Call before applying it.
+    /// updated and deleted ones written back as they were (their rows as the table holds
+    /// them, by location or not). Call before applying it, after ``loadReplaced(_:)``.
     func undo(of prepared: PreparedSave) -> PreparedSave {
         var undo = PreparedSave()
-        var seen: Set<LogRecordKey> = []
-        func remember(_ entity: String, _ key: Int64, known isInsert: Bool) {
-            guard seen.insert(LogRecordKey(entity: entity, key: key)).inserted else { return }
-            if !isInsert, let old = entities[entity]?.rows.value(forKey: key) {
+        var seen: Set<RecordKey> = []
+        var rows: [StoredRow] = []
+        func remember(_ entity: String, _ key: Int64) {
+            let id = RecordKey(entity: entity, key: key)
+            guard seen.insert(id).inserted else { return }
+            if let row = entities[entity]?.rows.value(forKey: key) {
+                let old: DefaultSnapshot
+                switch row {
+                case .snapshot(let snapshot): old = snapshot
+                case .location:
+                    // A row by location is in `replaced`, which loadReplaced filled.
+                    guard let found = prepared.replaced[id] else { return }
+                    old = found
+                }
                 undo.writes.append((entity, key, old, false))
+                rows.append(row)
             } else {
                 undo.deletes.append((entity, key))
             }
         }
-        for (entity, key) in prepared.deletes { remember(entity, key, known: false) }
-        for (entity, key, _, isInsert) in prepared.writes {
+        for (entity, key) in prepared.deletes { remember(entity, key) }
+        for (entity, key, snapshot, isInsert) in prepared.writes {
+            // What the undo replaces is what the save writes.
+            if prepared.storedRows != nil { undo.replaced[RecordKey(entity: entity, key: key)] = snapshot }
             // An insert's key is new and appears once in a save: no need to remember it.
-            if isInsert { undo.deletes.append((entity, key)) } else { remember(entity, key, known: false) }
+            if isInsert { undo.deletes.append((entity, key)) } else { remember(entity, key) }
         }
+        undo.storedRows = rows
         undo.nextPrimaryKey = nextPrimaryKey
         return undo
     }
@@ -103,9 +118,4 @@ extension SnapshotTable {
             nextPrimaryKey = save.previousNextPrimaryKey
         }
     }
-}
-
-struct LogRecordKey: Hashable {
-    var entity: String
-    var key: Int64
 }

@@ -1,0 +1,207 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+/// Format version 4: records held by location and read back one block at a time, through
+/// a bounded cache; checkpoints that carry the key directory.
+@Suite("LogStore reads by location (format version 4)")
+struct LogBlockReadTests {
+    static let schema = Schema([Person.self, Chore.self])
+
+    static func open(
+        _ url: URL, cacheCapacity: Int = 32 << 20, checkpointOnClose: Bool = true
+    ) throws -> (container: ModelContainer, store: LogStore) {
+        var configuration = LogStoreConfiguration(schema: schema, url: url)
+        configuration.cacheCapacity = cacheCapacity
+        configuration.checkpoints = checkpointOnClose ? .init(minimumCommitBytes: 0) : nil
+        configuration.automaticCompaction = nil
+        let container = try ModelContainer(for: schema, configurations: [configuration])
+        return (container, try #require(container.storesForTesting.first as? LogStore))
+    }
+
+    static func insertPeople(_ count: Int, into container: ModelContainer) throws {
+        let context = ModelContext(container)
+        for i in 0..<count {
+            context.insert(Person(email: "p\(i)@example.com", name: "Name \(i % 97)", age: i % 90))
+        }
+        try context.save()
+    }
+
+    static func emails(_ store: LogStore) throws -> [String] {
+        let entity = schema.entitiesByName["Person"]!
+        return try store.allSnapshots(of: "Person").compactMap {
+            if case .string(let email)? = $0.value(forKey: "email", in: entity) { return email }
+            return nil
+        }
+    }
+
+    @Test func aPointFetchReadsOneBlockAndTheCacheAnswersTheNext() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        do {
+            let (container, store) = try Self.open(directory.storeURL)
+            try Self.insertPeople(5000, into: container)
+            store.close()
+        }
+        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 1 << 20)
+        #expect(store.openedFromCheckpoint)
+        // Opening from the checkpoint decoded no record.
+        #expect(store.readStatistics.blockReads == 0)
+        let context = ModelContext(container)
+        let found = try context.fetch(
+            FetchDescriptor<Person>(predicate: #Predicate { $0.email == "p4321@example.com" }))
+        #expect(found.map(\.age) == [4321 % 90])
+        #expect(store.readStatistics.blockReads == 1)
+        let neighbour = try context.fetch(
+            FetchDescriptor<Person>(predicate: #Predicate { $0.email == "p4322@example.com" }))
+        #expect(neighbour.map(\.age) == [4322 % 90])
+        #expect(store.readStatistics.blockReads == 1)
+        // 5000 records take many blocks: a point fetch read one of them.
+        let blocks = try store.withTable { table in
+            Set(
+                try #require(table.entities["Person"]).rows.map { row -> Int64 in
+                    guard case .location(let location) = row.value else { return -1 }
+                    return location.blockOffset
+                })
+        }
+        #expect(blocks.count > 10 && !blocks.contains(-1))
+    }
+
+    @Test func aFullScanStaysWithinTheCacheCapacity() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        do {
+            let (container, store) = try Self.open(directory.storeURL)
+            try Self.insertPeople(5000, into: container)
+            store.close()
+        }
+        let capacity = 40 << 10
+        let (_, store) = try Self.open(directory.storeURL, cacheCapacity: capacity)
+        let emails = try Self.emails(store)
+        #expect(emails.count == 5000)
+        #expect(Set(emails) == Set((0..<5000).map { "p\($0)@example.com" }))
+        let statistics = store.readStatistics
+        #expect(statistics.cachedBytes <= capacity)
+        #expect(statistics.cachedBlocks >= 1 && statistics.cachedBlocks <= 3)
+        #expect(statistics.blockReads > 10)
+    }
+
+    @Test func aCheckpointFollowedByCommitsIsUsedAndTheCommitsApplied() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let expected: [String: [DefaultSnapshot]]
+        let indexes: [String: [[String]]]
+        do {
+            let (container, store) = try Self.open(directory.storeURL, checkpointOnClose: false)
+            try Self.insertPeople(300, into: container)
+            try store.checkpoint()
+            // After the checkpoint: updates (one changes a unique value), deletes, inserts.
+            let context = ModelContext(container)
+            let people = try context.fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.email)]))
+            for person in people.prefix(40) { person.age += 1000 }
+            people[41].email = "renamed@example.com"
+            for person in people.suffix(25) { context.delete(person) }
+            context.insert(Person(email: "late@example.com", name: "Late", age: 7))
+            try context.save()
+            try PeopleAndChores.insert(into: context, people: 0, chores: 50, updated: 0, deleted: 0)
+            expected = try LogTest.state(store)
+            indexes = LogCheckpointTests.indexes(store)
+            store.close()
+        }
+        let (container, store) = try Self.open(directory.storeURL, checkpointOnClose: false)
+        #expect(store.openedFromCheckpoint)
+        #expect(try LogTest.state(store) == expected)
+        #expect(LogCheckpointTests.indexes(store) == indexes)
+        let context = ModelContext(container)
+        #expect(try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.age >= 1000 })) == 40)
+        #expect(
+            try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.email == "renamed@example.com" }))
+                .count == 1)
+        // The same state when the checkpoint is ignored: a file without it.
+        store.close()
+    }
+
+    @Test func aForgedCheckpointThatDisagreesIsIgnored() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let expected: [String: [DefaultSnapshot]]
+        do {
+            let (container, store) = try Self.open(directory.storeURL, checkpointOnClose: false)
+            try Self.insertPeople(200, into: container)
+            expected = try LogTest.state(store)
+            // A checkpoint that counts one version too many: checksum-valid, but wrong.
+            try store.writer.withLock { w in
+                var checkpoint = try store.withTable {
+                    try LogCheckpoint($0, transactionID: w.lastCommitTransaction, map: store.map, versions: w.versions)
+                }
+                checkpoint.versions = (checkpoint.versions ?? 0) + 1
+                try store.append(&w, type: .checkpoint, payload: checkpoint.encode())
+            }
+            store.close()
+        }
+        let (_, store) = try Self.open(directory.storeURL)
+        #expect(!store.openedFromCheckpoint)
+        #expect(try LogTest.state(store) == expected)
+    }
+
+    @Test func aBlockDamagedAfterOpenFailsTheReadNamingItsOffset() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        do {
+            let (container, store) = try Self.open(directory.storeURL)
+            try Self.insertPeople(2000, into: container)
+            store.close()
+        }
+        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 1 << 20)
+        let location = try store.withTable { table -> RecordLocation in
+            guard case .location(let location)? = table.entities["Person"]?.rows.first?.value else {
+                throw DataStoreError(.corruptStore, "no location")
+            }
+            return location
+        }
+        // Flip a byte in the block's stored bytes, behind the open store's back.
+        let handle = try FileHandle(forUpdating: directory.storeURL)
+        let at = UInt64(location.blockOffset) + UInt64(LogBlocks.headerSize) + 20
+        try handle.seek(toOffset: at)
+        let byte = try #require(try handle.read(upToCount: 1)?.first)
+        try handle.seek(toOffset: at)
+        try handle.write(contentsOf: [byte ^ 0x55])
+        try handle.close()
+        let context = ModelContext(container)
+        let error = #expect(throws: DataStoreError.self) {
+            try context.fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.email)]))
+        }
+        #expect(error?.code == .corruptStore)
+        #expect(error?.description.contains("offset \(location.blockOffset)") == true)
+        // Nothing else broke: a record in another block still reads.
+        let last = try store.withTable { table -> Int64 in try #require(table.entities["Person"]?.rows.last?.key) }
+        #expect(
+            try store.snapshots(for: [
+                .permanent(entityName: "Person", storeIdentifier: store.identifier, primaryKey: last)
+            ])
+            .count == 1)
+    }
+
+    @Test func aSaveThatReplacesRecordsReadsThemBackForItsIndexes() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        do {
+            let (container, store) = try Self.open(directory.storeURL)
+            try Self.insertPeople(1000, into: container)
+            store.close()
+        }
+        // A tiny cache: the updated records are read from the file during the save.
+        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 0)
+        let context = ModelContext(container)
+        let people = try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.age < 10 }))
+        #expect(people.count == 1000 / 90 * 10 + 10)
+        for person in people { person.age += 500 }
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.age < 10 })) == 0)
+        #expect(
+            try context.fetchCount(FetchDescriptor<Person>(predicate: #Predicate { $0.age >= 500 })) == people.count)
+        #expect(store.readStatistics.cachedBlocks == 0)
+    }
+}
