@@ -110,6 +110,11 @@ struct Commands {
             } else {
                 c.print("  commits:           0")
             }
+            if store.formatVersion >= 4 {
+                let blocks = commits.reduce(0) { $0 + $1.blocks }
+                let compressed = commits.reduce(0) { $0 + $1.compressedBlocks }
+                c.print("  blocks:            \(blocks) (\(compressed) LZ4-compressed)")
+            }
             c.print("  checkpoints:       \(log.checkpoints)")
             if let last = log.lastCheckpoint {
                 c.print(
@@ -190,6 +195,13 @@ struct Commands {
                         ])
                     } ?? .null
                 ),
+            ]
+            if store.formatVersion >= 4 {
+                logMembers.append(("blocks", .int(Int64(log.commits.reduce(0) { $0 + $1.blocks }))))
+                logMembers.append(
+                    ("compressedBlocks", .int(Int64(log.commits.reduce(0) { $0 + $1.compressedBlocks }))))
+            }
+            logMembers += [
                 ("checkpoints", .int(log.checkpoints)),
                 (
                     "lastCheckpoint",
@@ -368,13 +380,22 @@ struct Commands {
                 c.print("  records: \(records), every checksum and length valid to the end")
             }
             c.print("  snapshots: \(Text.count(writes, "write")) checked against the schema")
+            if store.formatVersion >= 4 {
+                let blocks = log.commits.reduce(0) { $0 + $1.blocks }
+                c.print(
+                    "  blocks: \(blocks), each one's lengths, checksum, LZ4 bytes and writes checked"
+                        + (store.damage == nil ? "" : " before the damage"))
+            }
             if hasCheckpoints {
+                let checked =
+                    store.formatVersion >= 4
+                    ? "transaction, next primary key, record versions, live keys and their locations, index entries"
+                    : "transaction, next primary key, live keys, index entries"
                 c.print(
                     log.checkpoints == 0
                         ? "  checkpoints: none" + (store.damage == nil ? " in the file" : " before the damage")
                         : "  checkpoints: \(log.checkpoints), \(log.checkpoints == 1 ? "" : "each ")checked against "
-                            + "the records the commits before it leave (transaction, next primary key, live keys, "
-                            + "index entries)")
+                            + "the records the commits before it leave (\(checked))")
             }
             let externalValues = (store.records.values.joined()).reduce(0) { $0 + $1.external.count }
             if externalValues > 0 {
@@ -534,7 +555,7 @@ struct Commands {
         let commits = store.log?.commits ?? []
         if invocation.has("--json") {
             let list = commits.map { commit -> JSON in
-                .object([
+                var members: [(String, JSON)] = [
                     ("transactionID", .int(Int64(bitPattern: commit.transactionID))),
                     ("time", .string(ToolJSON.time(milliseconds: commit.timestamp))),
                     ("timestamp", .int(commit.timestamp)),
@@ -545,7 +566,12 @@ struct Commands {
                     ("offset", .int(commit.offset)),
                     ("length", .int(commit.recordLength)),
                     ("compressed", .bool(commit.isCompressed)),
-                ])
+                ]
+                if store.formatVersion >= 4 {
+                    members.append(("blocks", .int(commit.blocks)))
+                    members.append(("compressedBlocks", .int(commit.compressedBlocks)))
+                }
+                return .object(members)
             }
             console.print(
                 JSON.object([

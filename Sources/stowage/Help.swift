@@ -51,19 +51,21 @@ enum Help {
         Prints the format and its version, the file size, the store identifier, the schema
         (version; entities with their properties and types, relationships, uniqueness
         constraints and indexes), the live records per entity and the next primary key.
-        For a log store also: the commits (the last one's time and author), the checkpoints
-        (the last one's offset and the transaction it covers), live and dead bytes, and the
-        compression ratio. Reads only; the file is not changed.
+        For a log store also: the commits (the last one's time and author), in format
+        version 4 the blocks that hold the commits' writes (and how many are LZ4-compressed),
+        the checkpoints (the last one's offset and the transaction it covers), live and dead
+        bytes, and the compression ratio. Reads only; the file is not changed.
 
         Live and dead bytes (log store): a commit record none of whose writes is still the
         current version of a live record is dead in full, frame included. A commit that
         still holds a live version is live, except for the share of its bytes (rounded
         down) that its superseded writes and delete entries take up in its uncompressed
-        payload. The last checkpoint record (format version 3) is live, every earlier one
-        dead. The file header and the header record are live. Bytes after the valid
-        prefix (a torn or damaged tail) are neither: they are reported as damaged.
-        Compaction keeps about the live bytes. The compression ratio is the records'
-        payload bytes over the bytes they take in the file.
+        payload (in version 4, with its blocks decompressed). The last checkpoint record
+        (format versions 3 and 4) is live, every earlier one dead. The file header and the
+        header record are live. Bytes after the valid prefix (a torn or damaged tail) are
+        neither: they are reported as damaged. Compaction keeps about the live bytes. The
+        compression ratio is the records' payload bytes (version 4: with the commits'
+        blocks decompressed) over the bytes they take in the file.
 
         OPTIONS:
           --json       Print one JSON object instead of text
@@ -95,11 +97,18 @@ enum Help {
         damage), and the indexes agree with the data: every index and uniqueness group
         names properties the entity has, every indexed value encodes as an index key that
         decodes again, and no two live records share the values of a uniqueness constraint.
-        Log format version 3 also persists index entries, in checkpoint records: every
+        Log format versions 3 and 4 also persist index entries, in checkpoint records: every
         checkpoint decodes against the stored schema and agrees with the records the
         commits before it leave (the same transaction identifier and next primary key, the
         same live keys per entity, and for each index exactly the entries computed from the
         live records, key bytes and primary keys, in ascending key order).
+        Log format version 4 keeps each commit's writes in blocks: every block's header,
+        lengths, checksum and LZ4 bytes are checked and its writes decoded, and a commit
+        record compressed as a whole is damage (a version 4 commit is stored raw). Its
+        checkpoints also count the record versions (every write and delete before them)
+        and hold the key directory (where each live record is: block offset and slot);
+        both must agree with what the commits before the checkpoint leave (the location of
+        each live key's last write).
 
         Prints "healthy", or "damaged" with the first bad offset and what is wrong there,
         then every problem found. Reads only; the file is not changed.
@@ -141,9 +150,11 @@ enum Help {
 
         One line per commit record, in file order: its transaction identifier, time (UTC),
         author, and counts of inserts, updates and deletes, with its offset and size in the
-        file. A compacted log holds the live records as inserts in commits that carry the
-        last transaction identifier. A JSON store keeps no history: every save replaces the
-        whole document. Reads only; the file is not changed.
+        file, and "lz4" when the commit is stored compressed (format version 4: when one of
+        its blocks is; --json also gives each commit's blocks). A compacted log holds the
+        live records as inserts in commits that carry the last transaction identifier. A
+        JSON store keeps no history: every save replaces the whole document. Reads only;
+        the file is not changed.
 
         OPTIONS:
           --json       Print one JSON object instead of text
@@ -186,11 +197,13 @@ enum Help {
         terminal. A damaged log is refused (run recover first). A JSON store holds no dead
         records and is not rewritten.
 
-        The log keeps its format version. A version 3 log is rewritten without a checkpoint
-        record (checkpoints are optional): the store builds its indexes from the records
-        the next time it opens the file, and writes a checkpoint again when it compacts,
-        when checkpoint() is called, or when it is closed with at least
-        minimumCommitBytes of commits in the file (1 MiB by default).
+        The log keeps its format version; a version 4 log's commits keep their writes in
+        blocks, each compressed on its own, as the store writes them. A version 3 or 4 log
+        is rewritten without a checkpoint record (checkpoints are optional): the store
+        builds its indexes (and, in version 4, its key directory) from the records the next
+        time it opens the file, and writes a checkpoint again when it compacts, when
+        checkpoint() is called, or when it is closed with at least minimumCommitBytes of
+        commits in the file (1 MiB by default).
 
         OPTIONS:
           -h, --help   Show this help

@@ -179,7 +179,7 @@ struct StowageToolTests {
     @Test func aZeroLengthFileAndOtherFormats() throws {
         let directory = try Tool.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("empty").path, contents: Data())
+        _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("empty").path, contents: Data())
         try Data("hello, world\n".utf8).write(to: directory.appendingPathComponent("notes.txt"))
         try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13]).write(
             to: directory.appendingPathComponent("image.png"))
@@ -380,6 +380,8 @@ struct StowageToolTests {
         let person = inspect.stdout.components(separatedBy: "  Person\n").last ?? ""
         let unique = person.split(separator: "\n").first { $0.hasPrefix("    unique: ") } ?? ""
         #expect(unique.contains("(email)") && unique.contains("(name, age)"), "\(inspect.stdout)")
+        // The default configuration writes format version 4: commits in blocks.
+        #expect(inspect.stdout.contains("format version 4"), "\(inspect.stdout)")
         let verify = try Tool.run(["verify", "other.store"], in: directory)
         #expect(verify.status == 0, "\(verify.transcript)")
         let dump = try Tool.run(["dump", "other.store"], in: directory)
@@ -595,10 +597,10 @@ struct StowageToolTests {
         let again = try Tool.copySample("trips-v3.stowlog", to: directory, as: "again.stowlog")
         let sample = try Self.records(of: again).records
         let schema = try LogCodec.decodeHeader(sample[0].payload, formatVersion: 3).schema
-        let lastCheckpoint = try LogCheckpoint.decode(sample[7].payload, schema: schema)
+        let lastCheckpoint = try LogCheckpoint.decode(sample[7].payload, schema: schema, formatVersion: 3)
         try Self.append(lastCheckpoint, to: again)
         #expect(try Tool.run(["verify", "again.stowlog"], in: directory).status == 0)
-        let firstCheckpoint = try LogCheckpoint.decode(sample[5].payload, schema: schema)
+        let firstCheckpoint = try LogCheckpoint.decode(sample[5].payload, schema: schema, formatVersion: 3)
         let stale = try Self.append(firstCheckpoint, to: again)
         let staleRun = try Tool.run(["verify", "again.stowlog"], in: directory)
         #expect(staleRun.status == 1)
@@ -625,6 +627,7 @@ struct StowageToolTests {
         try Self.writeIndexedStore(at: url)
         let records = try Self.records(of: url).records
         #expect(records.last?.type == 3, "closing the container should have written a checkpoint")
+        #expect(try Data(contentsOf: url)[8] == 4, "the default configuration writes format version 4")
         let verify = try Tool.run(["verify", "indexed.store"], in: directory)
         #expect(verify.status == 0, "\(verify.transcript)")
         #expect(verify.stdout.contains("checkpoints: 1, checked against"), "\(verify.stdout)")
@@ -651,7 +654,7 @@ struct StowageToolTests {
         #expect(try Self.records(of: url).records.map(\.type) == [1, 2])
         let compacted = try Tool.run(["inspect", "--json", "indexed.store"], in: directory)
         let object = try JSONSerialization.jsonObject(with: Data(compacted.stdout.utf8)) as? [String: Any]
-        #expect(object?["formatVersion"] as? Int == 3)
+        #expect(object?["formatVersion"] as? Int == 4)
         #expect((object?["log"] as? [String: Any])?["checkpoints"] as? Int == 0)
         #expect(try Tool.run(["verify", "indexed.store"], in: directory).status == 0)
         #expect(try Tool.run(["dump", "indexed.store"], in: directory).stdout == before)
@@ -670,9 +673,9 @@ struct StowageToolTests {
         try Self.writeIndexedStore(at: url)
         let original = try Data(contentsOf: url)
         let records = try Self.records(of: url).records
-        let schema = try LogCodec.decodeHeader(records[0].payload, formatVersion: 3).schema
+        let schema = try LogCodec.decodeHeader(records[0].payload, formatVersion: 4).schema
         let payload = try #require(records.last { $0.type == 3 }?.payload)
-        let checkpoint = try LogCheckpoint.decode(payload, schema: schema)
+        let checkpoint = try LogCheckpoint.decode(payload, schema: schema, formatVersion: 4)
         let person = try #require(schema.entities.firstIndex { $0.name == "Person" })
         let position = try #require(checkpoint.entities.firstIndex { $0.entityIndex == person })
         // Person's first index is its first uniqueness constraint: swap the records of its
@@ -746,12 +749,18 @@ struct StowageToolTests {
         let verify = try Tool.run(["verify", "scans.store"], in: directory)
         #expect(verify.status == 0, "\(verify.transcript)")
         #expect(verify.stdout.contains("checkpoints: 2, each checked"), "\(verify.stdout)")
-        // A checkpoint that lists the old bytes' key for the new value is caught.
-        let schema = try LogCodec.decodeHeader(records[0].payload, formatVersion: 3).schema
+        // A checkpoint that lists the old bytes' key for the new value is caught: the last
+        // checkpoint (its versions and key directory agree) with the first one's entries.
+        let schema = try LogCodec.decodeHeader(records[0].payload, formatVersion: 4).schema
         let firstCheckpoint = try LogCheckpoint.decode(
-            try #require(records.first { $0.type == 3 }?.payload), schema: schema)
-        var stale = firstCheckpoint
-        stale.transactionID = 2
+            try #require(records.first { $0.type == 3 }?.payload), schema: schema, formatVersion: 4)
+        var stale = try LogCheckpoint.decode(
+            try #require(records.last { $0.type == 3 }?.payload), schema: schema, formatVersion: 4)
+        #expect(stale.transactionID == 2)
+        #expect(stale.entities.map(\.keys) == firstCheckpoint.entities.map(\.keys))
+        for position in stale.entities.indices {
+            stale.entities[position].indexes = firstCheckpoint.entities[position].indexes
+        }
         let offset = try Self.append(stale, to: url)
         let caught = try Tool.run(["verify", "scans.store"], in: directory)
         #expect(caught.status == 1, "\(caught.transcript)")
@@ -759,6 +768,307 @@ struct StowageToolTests {
         #expect(
             caught.stdout.contains("the checkpoint at offset \(offset) has entry ")
                 && caught.stdout.contains(" of the index Scan(bytes) wrong"), "\(caught.stdout)")
+    }
+
+    // MARK: Format version 4: blocks and the key directory
+
+    static let tripsV4 = "Formats/samples/trips-v4.stowlog"
+
+    /// `trips-v4.stowlog` is what `LogSamples.writeVersion4(to:)` writes, byte for byte.
+    /// `STOWAGE_WRITE_SAMPLES=1` rewrites it (after a deliberate format change).
+    @Test func theVersion4SampleIsWhatTheWriterWrites() throws {
+        if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
+            try LogSamples.writeVersion4(to: Tool.repository.appendingPathComponent("Formats/samples"))
+        }
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try LogSamples.writeVersion4(to: directory)
+        let fresh = try Data(contentsOf: directory.appendingPathComponent("trips-v4.stowlog"))
+        #expect(fresh == (try Data(contentsOf: Tool.sample("trips-v4.stowlog"))))
+        #expect(fresh[8] == 4)
+    }
+
+    /// The sample's records, its schema, and the map that decodes its commits.
+    static func version4Sample(_ url: URL = Tool.sample("trips-v4.stowlog")) throws -> (
+        salt: UInt64, records: [LogRecord], schema: LogSchemaDescription, map: LogEntityMap
+    ) {
+        let (salt, records) = try Self.records(of: url)
+        let header = try LogCodec.decodeHeader(records[0].payload, formatVersion: 4)
+        return (
+            salt, records, header.schema,
+            LogEntityMap(storeIdentifier: header.storeIdentifier, description: header.schema, formatVersion: 4)
+        )
+    }
+
+    @Test func theVersion4SampleWithBlocksAndCheckpoints() throws {
+        try Tool.golden("inspect-trips-v4", ["inspect", Self.tripsV4], status: 0)
+        try Tool.golden("inspect-trips-v4-json", ["inspect", "--json", Self.tripsV4], status: 0)
+        try Tool.golden("inspect-trips-v4-map", ["inspect", "--map", "--width", "50", Self.tripsV4], status: 0)
+        try Tool.golden("verify-trips-v4", ["verify", Self.tripsV4], status: 0)
+        try Tool.golden("verify-trips-v4-json", ["verify", "--json", Self.tripsV4], status: 0)
+        try Tool.golden("dump-trips-v4", ["dump", Self.tripsV4], status: 0)
+        try Tool.golden("history-trips-v4", ["history", Self.tripsV4], status: 0)
+        try Tool.golden("history-trips-v4-json", ["history", "--json", Self.tripsV4], status: 0)
+
+        // The same saves as the version 3 sample: the same records, commits and checkpoints.
+        #expect(try Tool.run(["dump", Self.tripsV4]).stdout == (try Tool.run(["dump", Self.tripsV3]).stdout))
+        let sample = try Self.version4Sample()
+        #expect(sample.records.map(\.type) == [1, 2, 2, 2, 2, 3, 2, 3])
+        let size = Int64(try Data(contentsOf: Tool.sample("trips-v4.stowlog")).count)
+        let run = try Tool.run(["inspect", "--json", Self.tripsV4])
+        let object = try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any]
+        let log = try #require(object?["log"] as? [String: Any])
+        #expect(object?["formatVersion"] as? Int == 4)
+        #expect(log["commits"] as? Int == 5)
+        #expect(log["checkpoints"] as? Int == 2)
+        // One block per commit: no commit of the sample reaches 16 KiB.
+        #expect(log["blocks"] as? Int == 5)
+        let lastCheckpoint = log["lastCheckpoint"] as? [String: Any]
+        #expect(lastCheckpoint?["offset"] as? Int == Int(sample.records[7].offset))
+        #expect(lastCheckpoint?["records"] as? Int == 23)
+        #expect((log["liveBytes"] as? Int ?? 0) + (log["deadBytes"] as? Int ?? 0) == Int(size))
+        // The last checkpoint's key directory is where the commits left each record.
+        let checkpoint = try LogCheckpoint.decode(
+            sample.records[7].payload, schema: sample.schema, formatVersion: 4, fileSize: size)
+        var locations: [String: [Int64: RecordLocation]] = [:]
+        var versions: Int64 = 0
+        for record in sample.records where record.type == 2 {
+            let commit = try LogCodec.decodeCommit(record.payload, map: sample.map, recordOffset: record.offset)
+            #expect(commit.locations.count == commit.writes.count)
+            versions += Int64(commit.deletes.count + commit.writes.count)
+            for (entity, key) in commit.deletes { locations[entity]?[key] = nil }
+            for (write, location) in zip(commit.writes, commit.locations) {
+                locations[write.entity, default: [:]][write.key] = location
+            }
+        }
+        #expect(checkpoint.versions == versions)
+        for entity in checkpoint.entities {
+            let name = sample.schema.entities[entity.entityIndex].name
+            let expected: [RecordLocation?] = entity.keys.map { locations[name]?[$0] }
+            #expect(entity.locations.map { $0.map(Optional.some) } == expected, "\(name)")
+        }
+    }
+
+    /// A version 4 commit's block, by the file offset of its header: the first block of
+    /// the sample's second commit (the twenty pairs of socks).
+    static func firstBlock(of record: LogRecord, map: LogEntityMap) throws -> Int64 {
+        let commit = try LogCodec.decodeCommit(record.payload, map: map, recordOffset: record.offset)
+        return try #require(commit.locations.first?.blockOffset)
+    }
+
+    @Test func aFlippedByteInAVersion4Block() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v4.stowlog", to: directory, as: "store.stowlog")
+        let original = try Data(contentsOf: url)
+        let sample = try Self.version4Sample(url)
+        let commit = sample.records[2]
+        let block = try Self.firstBlock(of: commit, map: sample.map)
+        #expect(block > commit.offset + 16)
+        // A byte of the block's stored bytes: the record's checksum fails first.
+        var bytes = [UInt8](original)
+        bytes[Int(block) + 16 + 5] ^= 0x10
+        try Data(bytes).write(to: url)
+        try Tool.golden("verify-v4-flipped-block", ["verify", "store.stowlog"], in: directory, status: 1)
+        let verify = try Tool.run(["verify", "--json", "store.stowlog"], in: directory)
+        let object = try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any]
+        #expect(object?["firstBadOffset"] as? Int == Int(commit.offset))
+        #expect(try Tool.run(["inspect", "store.stowlog"], in: directory).status == 1)
+
+        // The same byte in a record framed again, so that its checksum holds: the block's
+        // own checksum is what fails, and verify names the block.
+        var payload = commit.payload
+        // The block's header starts `block - commit.offset - 16` bytes into the payload.
+        payload[Int(block - commit.offset) - 16 + 16 + 5] ^= 0x10
+        bytes = [UInt8](original)
+        let next = sample.records[3].offset
+        let framed = LogFormat.frame(
+            type: .commit, payload: payload, salt: sample.salt, offset: commit.offset, compress: false)
+        #expect(Int64(framed.count) == next - commit.offset)
+        bytes.replaceSubrange(Int(commit.offset)..<Int(next), with: framed)
+        try Data(bytes).write(to: url)
+        let run = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(run.status == 1, "\(run.transcript)")
+        #expect(
+            run.stdout.contains(
+                "damaged at offset \(commit.offset): the commit at offset \(commit.offset) does not decode: "
+                    + "its block at offset \(block): "), "\(run.stdout)")
+        #expect(run.stdout.contains("checksum"), "\(run.stdout)")
+        // Recovery keeps the commit before it.
+        #expect(try Tool.run(["recover", "--backup", "store.backup", "store.stowlog"], in: directory).status == 0)
+        #expect(try Data(contentsOf: url) == original.prefix(Int(commit.offset)))
+        #expect(try Tool.run(["verify", "store.stowlog"], in: directory).status == 0)
+    }
+
+    @Test func aVersion4CommitCompressedAsAWholeIsDamage() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v4.stowlog", to: directory, as: "store.stowlog")
+        let sample = try Self.version4Sample(url)
+        // A commit of deletes only (no blocks), long and repetitive enough to compress.
+        let commit = LogCommit(
+            transactionID: 6, timestamp: LogSamples.firstTimestamp, author: "sampler", nextPrimaryKey: 26,
+            deletes: (0..<40).map { _ in (entity: "LogSampleItem", key: Int64(24)) }, writes: [])
+        let encoded = try LogCodec.encodeCommit(commit, map: sample.map)
+        #expect(encoded.blocks.isEmpty)
+        var bytes = try Data(contentsOf: url)
+        let offset = Int64(bytes.count)
+        let compressed = LogFormat.frame(type: .commit, payload: encoded.payload, salt: sample.salt, offset: offset)
+        #expect(compressed[5] == 1, "the payload should compress")
+        bytes.append(contentsOf: compressed)
+        try bytes.write(to: url)
+        try Tool.golden("verify-v4-compressed-commit", ["verify", "store.stowlog"], in: directory, status: 1)
+        // Framed raw, as a version 4 writer does, the same commit is whole.
+        bytes = try Data(contentsOf: Tool.sample("trips-v4.stowlog"))
+        bytes.append(contentsOf: encoded.record(salt: sample.salt, offset: offset))
+        try bytes.write(to: url)
+        let raw = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(raw.status == 0, "\(raw.transcript)")
+    }
+
+    @Test func aVersion4CheckpointWithAWrongLocationOrVersionCount() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v4.stowlog", to: directory, as: "store.stowlog")
+        let sample = try Self.version4Sample(url)
+        let size = Int64(try Data(contentsOf: url).count)
+        let last = try LogCheckpoint.decode(
+            sample.records[7].payload, schema: sample.schema, formatVersion: 4, fileSize: size)
+        // The sample's last checkpoint, appended again, still agrees.
+        try Self.append(last, to: url)
+        #expect(try Tool.run(["verify", "store.stowlog"], in: directory).status == 0)
+
+        // Two items' locations swapped, and one record version too many.
+        _ = try Tool.copySample("trips-v4.stowlog", to: directory, as: "store.stowlog")
+        let item = try #require(sample.schema.entities.firstIndex { $0.name == "LogSampleItem" })
+        let position = try #require(last.entities.firstIndex { $0.entityIndex == item })
+        var wrong = last
+        var locations = try #require(wrong.entities[position].locations)
+        // The first and the last live item, which are in different commits.
+        locations.swapAt(0, locations.count - 1)
+        #expect(locations[0] != locations[locations.count - 1])
+        wrong.entities[position].locations = locations
+        wrong.versions = (last.versions ?? 0) + 1
+        let offset = try Self.append(wrong, to: url)
+        try Tool.golden("verify-v4-wrong-checkpoint", ["verify", "store.stowlog"], in: directory, status: 1)
+        let verify = try Tool.run(["verify", "--json", "store.stowlog"], in: directory)
+        let object = try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [String: Any]
+        let problems = object?["problems"] as? [[String: Any]] ?? []
+        #expect(problems.count == 2)
+        #expect(problems.allSatisfy { $0["offset"] as? Int == Int(offset) })
+        let messages = problems.compactMap { $0["message"] as? String }
+        let versions = try #require(last.versions)
+        #expect(
+            messages.contains {
+                $0.hasPrefix(
+                    "the checkpoint at offset \(offset) counts \(versions + 1) record versions, but the commits "
+                        + "before it hold \(versions) (their writes and deletes)")
+            }, "\(messages)")
+        let keys = last.entities[position].keys
+        #expect(
+            messages.contains {
+                $0.hasPrefix(
+                    "the checkpoint at offset \(offset) gives LogSampleItem \(keys[0]) the location "
+                        + "\(locations[0]), where the commits before it leave it at \(locations[locations.count - 1])")
+                    && $0.hasSuffix("(1 more LogSampleItem location differs)")
+            }, "\(messages)")
+        // The framing is whole: not damage; recover leaves the file alone.
+        #expect(try Tool.run(["inspect", "store.stowlog"], in: directory).status == 0)
+        #expect(try Tool.run(["recover", "store.stowlog"], in: directory).stdout.contains("is whole"))
+
+        // A slot off by one, alone.
+        _ = try Tool.copySample("trips-v4.stowlog", to: directory, as: "store.stowlog")
+        var slot = last
+        let moved = try #require(slot.entities[position].locations?[3])
+        slot.entities[position].locations?[3] = RecordLocation(blockOffset: moved.blockOffset, slot: moved.slot + 1)
+        let slotOffset = try Self.append(slot, to: url)
+        let slotRun = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(slotRun.status == 1)
+        #expect(slotRun.stdout.contains("1 problem:"), "\(slotRun.stdout)")
+        #expect(
+            slotRun.stdout.contains(
+                "the checkpoint at offset \(slotOffset) gives LogSampleItem \(keys[3]) the location block "
+                    + "\(moved.blockOffset) slot \(moved.slot + 1), where the commits before it leave it at \(moved)\n"),
+            "\(slotRun.stdout)")
+    }
+
+    @Test func compactKeepsVersion4() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v4.stowlog", to: directory, as: "store.stowlog")
+        let before = try Tool.run(["dump", "store.stowlog"], in: directory)
+        try Tool.golden("compact-trips-v4", ["compact", "store.stowlog"], in: directory, status: 0)
+        #expect(try Data(contentsOf: url)[8] == 4)
+        #expect(try Self.records(of: url).records.map(\.type) == [1, 2])
+        let verify = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(verify.status == 0, "\(verify.transcript)")
+        #expect(try Tool.run(["dump", "store.stowlog"], in: directory).stdout == before.stdout)
+        let inspect = try Tool.run(["inspect", "--json", "store.stowlog"], in: directory)
+        let object = try JSONSerialization.jsonObject(with: Data(inspect.stdout.utf8)) as? [String: Any]
+        #expect(object?["formatVersion"] as? Int == 4)
+        let log = object?["log"] as? [String: Any]
+        #expect(log?["deadBytes"] as? Int == 0)
+        #expect(log?["generation"] as? Int == 1)
+        #expect(log?["checkpoints"] as? Int == 0)
+        #expect(object?["nextPrimaryKey"] as? Int == 26)
+        // The commit record is raw; its block is compressed.
+        let compacted = try Self.records(of: url).records[1]
+        let frame = try Data(contentsOf: url)[Int(compacted.offset)..<Int(compacted.offset) + 16]
+        #expect(frame[frame.startIndex + 5] == 0)
+        // The store opens the rewrite and reads every record back from its block.
+        let expected = try Tool.run(["dump", Self.tripsV4]).stdout
+        do {
+            let store = try LogStore(LogSamples.configuration(url: url, version: 4), migrationPlan: nil)
+            #expect(store.recordCount == 23)
+            let trips = try store.allSnapshots(of: "LogSampleTrip")
+            let items = try store.allSnapshots(of: "LogSampleItem")
+            #expect(trips.count == 3 && items.count == 20)
+            let name = try #require(LogSamples.schema.entitiesByName["LogSampleItem"]?.property(named: "name")?.index)
+            #expect(!items.contains { $0.values[name] == .string("Wool socks, pair 20") })
+            #expect(items.contains { $0.values[name] == .string("Wool socks, pair 19") })
+            store.close()
+        }
+        // Opening wrote nothing: the tool still reads the same records.
+        #expect(try Tool.run(["dump", "store.stowlog"], in: directory).stdout == expected)
+        #expect(try Tool.run(["verify", "store.stowlog"], in: directory).status == 0)
+    }
+
+    /// Every cut of the version 4 sample: whole only at a record boundary, and never a
+    /// crash, whether the cut falls in a frame, a block header or a block's bytes.
+    @Test func everyCutOfTheVersion4Sample() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let bytes = try Data(contentsOf: Tool.sample("trips-v4.stowlog"))
+        let sample = try Self.version4Sample()
+        let boundaries = Set(sample.records.dropFirst().map { Int($0.offset) } + [bytes.count])
+        var lengths = Set(stride(from: 1, to: bytes.count, by: 13))
+        for boundary in boundaries { lengths.formUnion([boundary - 1, boundary, boundary + 1, boundary + 17]) }
+        for length in lengths.sorted() where length > 0 && length <= bytes.count {
+            try bytes.prefix(length).write(to: directory.appendingPathComponent("cut.stowlog"))
+            let run = try Tool.run(["verify", "cut.stowlog"], in: directory)
+            #expect(run.status == (boundaries.contains(length) ? 0 : 1), "\(length): \(run.transcript)")
+        }
+    }
+
+    @Test func aTornVersion4Log() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sample = try Self.version4Sample()
+        let original = try Data(contentsOf: Tool.sample("trips-v4.stowlog"))
+        // The fifth commit cut in the middle of its block.
+        let commit = sample.records[6]
+        let cut = Int(commit.offset) + (Int(sample.records[7].offset - commit.offset)) / 2
+        let url = directory.appendingPathComponent("torn.stowlog")
+        try original.prefix(cut).write(to: url)
+        #expect(try Tool.run(["verify", "torn.stowlog"], in: directory).status == 1)
+        #expect(try Tool.run(["history", "torn.stowlog"], in: directory).status == 1)
+        let recover = try Tool.run(["recover", "--backup", "torn.backup", "torn.stowlog"], in: directory)
+        #expect(recover.status == 0, "\(recover.transcript)")
+        #expect(try Data(contentsOf: url) == original.prefix(Int(commit.offset)))
+        let verify = try Tool.run(["verify", "torn.stowlog"], in: directory)
+        #expect(verify.status == 0, "\(verify.transcript)")
+        #expect(verify.stdout.contains("the header, 4 commits and 1 checkpoint,"), "\(verify.stdout)")
+        #expect(try Tool.run(["dump", "torn.stowlog"], in: directory).stdout.split(separator: "\n").count == 24)
     }
 
     static func hex(_ key: IndexKey) -> String {

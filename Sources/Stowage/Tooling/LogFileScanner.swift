@@ -6,17 +6,23 @@ import Foundation
 /// written. It folds the commits into the live records, as opening does, and keeps
 /// what `inspect`, `history` and `verify` show.
 ///
-/// Checkpoint records (format version 3) are decoded against the stored schema and
-/// compared with the records the commits before them leave
+/// Checkpoint records (format versions 3 and 4) are decoded against the stored schema
+/// and compared with the records the commits before them leave
 /// (``ToolVerifier/checkpointProblems(_:at:expected:schema:blobs:)``); what disagrees is
 /// a problem at the checkpoint's offset. In a version 1 or 2 file a checkpoint is damage.
+///
+/// Version 4 commits hold their writes in blocks: every block's header, checksum and LZ4
+/// bytes are checked as the commit is decoded, and each write's location (its block's
+/// offset and its slot) is kept, for the checkpoints' key directories. A version 4 commit
+/// record stored LZ4-compressed as a whole is damage.
 ///
 /// Live and dead bytes: a commit record none of whose writes is still the current version
 /// of a live record is dead in full (frame included). A commit that still holds a live
 /// version is live, except for the share of its bytes (frame included, rounded down) that
-/// its superseded writes and its delete entries take up in its uncompressed payload. The
-/// last checkpoint is live, every earlier one dead (`Formats/log.md`). The file header and
-/// the header record count as live. Bytes after the valid prefix count as neither.
+/// its superseded writes and its delete entries take up in its uncompressed payload (in
+/// version 4, the payload with its blocks decompressed). The last checkpoint is live,
+/// every earlier one dead (`Formats/log.md`). The file header and the header record count
+/// as live. Bytes after the valid prefix count as neither.
 enum LogFileScanner {
     /// What a record of each type means to this reader: the one place that knows the
     /// record types and which format version has them.
@@ -49,12 +55,16 @@ enum LogFileScanner {
         var commit: Int
         var size: Int64
         var external: [LogExternalReference]
+        /// Version 4: its block and slot.
+        var location: RecordLocation?
     }
 
     /// A commit's share of live and dead payload bytes.
     private struct Accounting {
         var deadPayload: Int64 = 0
         var liveWrites = 0
+        /// The commit's payload with its blocks (version 4) decompressed.
+        var payload: Int64 = 0
     }
 
     /// What compaction needs besides the store view.
@@ -119,7 +129,8 @@ enum LogFileScanner {
         let schema = ToolSchema(description)
         let identifier = store.storeIdentifier ?? ""
         store.schema = schema
-        let map = LogEntityMap(storeIdentifier: identifier, description: description)
+        let map = LogEntityMap(
+            storeIdentifier: identifier, description: description, formatVersion: UInt16(clamping: formatVersion))
         log.dataStart = offset
         log.regions = [ToolRegion(offset: 0, length: offset, kind: .header)]
 
@@ -127,6 +138,8 @@ enum LogFileScanner {
         var accounting: [Accounting] = []
         var lastTransaction: UInt64 = 0
         var nextPrimaryKey: Int64 = 1
+        /// Every write and delete of the commits so far (a version 4 checkpoint counts them).
+        var versions: Int64 = 0
         var checkpoints: [ToolCheckpoint] = []
         let blobs = ToolExternalReader(logPath: path)
 
@@ -136,7 +149,8 @@ enum LogFileScanner {
             return (live[name] ?? [:]).sorted { $0.key < $1.key }.map { key, version in
                 var record = ToolRecord(
                     key: key, values: version.values,
-                    offset: version.commit < log.commits.count ? log.commits[version.commit].offset : nil)
+                    offset: version.commit < log.commits.count ? log.commits[version.commit].offset : nil,
+                    location: version.location)
                 for reference in version.external {
                     record.external[reference.property] = ToolExternalValue(
                         fileName: reference.fileName(entityIndex: entityIndex, primaryKey: key),
@@ -161,7 +175,9 @@ enum LogFileScanner {
                 case .checkpoint:
                     let checkpoint: LogCheckpoint
                     do {
-                        checkpoint = try LogCheckpoint.decode(payload, schema: description)
+                        checkpoint = try LogCheckpoint.decode(
+                            payload, schema: description, formatVersion: UInt16(clamping: formatVersion),
+                            fileSize: size)
                     } catch {
                         store.damage = ToolProblem(
                             offset: offset, message: "the checkpoint at offset \(offset) does not decode: \(error)")
@@ -172,7 +188,8 @@ enum LogFileScanner {
                     store.problems += ToolVerifier.checkpointProblems(
                         checkpoint, at: offset,
                         expected: ToolVerifier.CheckpointExpectation(
-                            transactionID: lastTransaction, nextPrimaryKey: nextPrimaryKey, records: records),
+                            transactionID: lastTransaction, nextPrimaryKey: nextPrimaryKey, versions: versions,
+                            records: records),
                         schema: schema, blobs: blobs)
                     let stored = next - offset - Int64(LogFormat.frameSize)
                     checkpoints.append(
@@ -187,16 +204,30 @@ enum LogFileScanner {
                     log.storedPayloadBytes += stored
                     offset = next
                 case .commit:
-                    let commit: LogCommit
-                    do {
-                        commit = try LogCodec.decodeCommit(payload, map: map)
-                    } catch {
+                    let stored = next - offset - Int64(LogFormat.frameSize)
+                    if formatVersion >= 4, stored != Int64(payload.count) {
                         store.damage = ToolProblem(
-                            offset: offset, message: "the commit at offset \(offset) does not decode: \(error)")
+                            offset: offset,
+                            message: "the version 4 commit at offset \(offset) is compressed as a whole "
+                                + "(a version 4 commit record is stored raw; its blocks are compressed instead)")
                         break scan
                     }
+                    let commit: LogCommit
+                    do {
+                        commit = try LogCodec.decodeCommit(payload, map: map, recordOffset: offset)
+                    } catch {
+                        let block = formatVersion >= 4 ? badBlock(in: payload, recordOffset: offset, map: map) : nil
+                        store.damage = ToolProblem(
+                            offset: offset,
+                            message: "the commit at offset \(offset) does not decode: "
+                                + (block.map { "its block at offset \($0.offset): \($0.reason)" } ?? "\(error)"))
+                        break scan
+                    }
+                    let blocks =
+                        formatVersion >= 4 ? blockSizes(commit.locations, payload: payload, recordOffset: offset) : nil
                     let index = accounting.count
-                    accounting.append(Accounting())
+                    accounting.append(
+                        Accounting(payload: Int64(payload.count) + (blocks.map { $0.uncompressed - $0.stored } ?? 0)))
                     if commit.transactionID < lastTransaction {
                         store.problems.append(
                             ToolProblem(
@@ -230,7 +261,8 @@ enum LogFileScanner {
                         }
                         live[write.entity, default: [:]][write.key] = Version(
                             values: write.snapshot.values, commit: index, size: Int64(w.bytes.count),
-                            external: external)
+                            external: external,
+                            location: position < commit.locations.count ? commit.locations[position] : nil)
                         accounting[index].liveWrites += 1
                         if let entity = schema.entity(named: write.entity) {
                             for problem in ToolValueChecker.problems(
@@ -252,14 +284,16 @@ enum LogFileScanner {
                                         + "but its next primary key is \(commit.nextPrimaryKey)"))
                         }
                     }
-                    let stored = next - offset - Int64(LogFormat.frameSize)
                     log.commits.append(
                         ToolCommit(
                             offset: offset, recordLength: next - offset, payloadLength: Int64(payload.count),
-                            isCompressed: stored != Int64(payload.count), transactionID: commit.transactionID,
-                            timestamp: commit.timestamp, author: commit.author, inserts: inserts, updates: updates,
-                            deletes: commit.deletes.count, nextPrimaryKey: commit.nextPrimaryKey))
-                    log.payloadBytes += Int64(payload.count)
+                            isCompressed: stored != Int64(payload.count) || (blocks?.compressed ?? 0) > 0,
+                            transactionID: commit.transactionID, timestamp: commit.timestamp, author: commit.author,
+                            inserts: inserts, updates: updates, deletes: commit.deletes.count,
+                            nextPrimaryKey: commit.nextPrimaryKey, blocks: blocks?.count ?? 0,
+                            compressedBlocks: blocks?.compressed ?? 0))
+                    versions += Int64(commit.deletes.count + commit.writes.count)
+                    log.payloadBytes += accounting[index].payload
                     log.storedPayloadBytes += stored
                     lastTransaction = max(lastTransaction, commit.transactionID)
                     nextPrimaryKey = max(nextPrimaryKey, commit.nextPrimaryKey)
@@ -277,7 +311,7 @@ enum LogFileScanner {
                 deadBytes += commit.recordLength
                 log.regions.append(ToolRegion(offset: commit.offset, length: commit.recordLength, kind: .dead))
             } else {
-                let payload = max(1, commit.payloadLength)
+                let payload = max(1, share.payload)
                 let dead = commit.recordLength * min(share.deadPayload, payload) / payload
                 deadBytes += dead
                 log.regions.append(
@@ -315,6 +349,72 @@ enum LogFileScanner {
         store.nextPrimaryKey = max(nextPrimaryKey, maximumKey &+ 1)
         store.log = log
         return (store, Extras(description: description, map: map, lastTransaction: lastTransaction))
+    }
+
+    /// The blocks of a decoded version 4 commit, found from its writes' locations: how
+    /// many, how many are LZ4-compressed, and their stored and uncompressed bytes.
+    private static func blockSizes(_ locations: [RecordLocation], payload: [UInt8], recordOffset: Int64) -> (
+        count: Int, compressed: Int, stored: Int64, uncompressed: Int64
+    ) {
+        var result = (count: 0, compressed: 0, stored: Int64(0), uncompressed: Int64(0))
+        var previous: Int64 = -1
+        for location in locations where location.blockOffset != previous {
+            previous = location.blockOffset
+            let start = Int(location.blockOffset - recordOffset) - LogFormat.frameSize
+            guard start >= 0, start < payload.count,
+                let header = try? LogBlocks.header(
+                    payload[start...], available: payload.count - start - LogBlocks.headerSize)
+            else { continue }
+            result.count += 1
+            if header.compressed { result.compressed += 1 }
+            result.stored += Int64(header.storedLength)
+            result.uncompressed += Int64(header.uncompressedLength)
+        }
+        return result
+    }
+
+    /// The first block of a version 4 commit payload that fails a check (header, lengths,
+    /// checksum, LZ4, contents), with its file offset; `nil` when the blocks are whole or
+    /// the commit does not decode before its blocks.
+    private static func badBlock(in payload: [UInt8], recordOffset: Int64, map: LogEntityMap) -> (
+        offset: Int64, reason: String
+    )? {
+        var r = LogByteReader(payload)
+        do {
+            _ = try r.varint()
+            _ = try r.zigzag()
+            if try r.u8() == 1 { _ = try r.string() }
+            _ = try r.zigzag()
+            for _ in 0..<(try r.count(minimumSize: 2)) {
+                _ = try r.varint()
+                _ = try r.zigzag()
+            }
+            _ = try r.count(minimumSize: 4)
+        } catch {
+            return nil
+        }
+        while !r.isAtEnd {
+            let start = r.position
+            let offset = recordOffset + Int64(LogFormat.frameSize + start)
+            do {
+                let header = try LogBlocks.header(r.bytes[start...], available: r.remaining - LogBlocks.headerSize)
+                let headerBytes = try r.bytes(LogBlocks.headerSize)
+                let contents = try LogBlocks.contents(
+                    header, headerBytes: headerBytes, stored: try r.bytes(header.storedLength))
+                // The writes: a kind byte and a snapshot each, to the end of the contents.
+                var block = LogByteReader(contents)
+                var references: [LogExternalReference] = []
+                for _ in 0..<header.writes {
+                    let kind = try block.u8()
+                    guard kind <= 1 else { return (offset, "bad write kind \(kind)") }
+                    _ = try LogCodec.decodeSnapshot(&block, map: map, externalReferences: &references)
+                }
+                guard block.isAtEnd else { return (offset, "\(block.remaining) bytes after its last write") }
+            } catch {
+                return (offset, "\(error)")
+            }
+        }
+        return nil
     }
 
     private static func details(

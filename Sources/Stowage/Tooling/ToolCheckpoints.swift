@@ -1,7 +1,7 @@
 import Foundation
 import IndexKey
 
-/// One checkpoint record of a log file (format version 3), for `inspect`.
+/// One checkpoint record of a log file (format versions 3 and 4), for `inspect`.
 package struct ToolCheckpoint: Sendable, Equatable {
     package var offset: Int64
     /// Frame and stored payload: the bytes the record takes in the file.
@@ -23,19 +23,24 @@ extension ToolVerifier {
         /// The last commit's transaction identifier (0 when no commit comes first).
         var transactionID: UInt64
         var nextPrimaryKey: Int64
-        /// The live records by entity name, in primary-key order; an entity without any
-        /// may be absent.
+        /// Every write and delete of the commits before it (a version 4 checkpoint counts them).
+        var versions: Int64
+        /// The live records by entity name, in primary-key order, with their locations in
+        /// a version 4 file; an entity without any may be absent.
         var records: [String: [ToolRecord]]
     }
 
-    /// Where a checkpoint (`Formats/log.md`, format version 3) disagrees with the records
-    /// the commits before it leave: its transaction identifier and next primary key; the
-    /// entities it lists (those with a live record, no other) and their live keys; and for
-    /// each index, in the store's order (``ToolIndex/storeOrder(of:)``), exactly the
-    /// entries computed from the live records, key bytes and primary keys in ascending key
-    /// order. One problem per disagreement, each at the checkpoint's offset. (Decoding has
-    /// already checked what the payload says by itself: entities in schema range and
-    /// ascending, ascending keys and entries, one entry per record in every index.)
+    /// Where a checkpoint (`Formats/log.md`, format versions 3 and 4) disagrees with the
+    /// records the commits before it leave: its transaction identifier and next primary
+    /// key; in version 4 its number of record versions (every write and delete before it);
+    /// the entities it lists (those with a live record, no other) and their live keys; in
+    /// version 4 its key directory (each live key's location: the block and slot of the
+    /// last write of that key); and for each index, in the store's order
+    /// (``ToolIndex/storeOrder(of:)``), exactly the entries computed from the live records,
+    /// key bytes and primary keys in ascending key order. One problem per disagreement,
+    /// each at the checkpoint's offset. (Decoding has already checked what the payload
+    /// says by itself: entities in schema range and ascending, ascending keys and entries,
+    /// one entry per record in every index, locations inside the file.)
     static func checkpointProblems(
         _ checkpoint: LogCheckpoint, at offset: Int64, expected: CheckpointExpectation, schema: ToolSchema,
         blobs: ToolExternalReader
@@ -52,6 +57,11 @@ extension ToolVerifier {
             problems.append(
                 "gives next primary key \(checkpoint.nextPrimaryKey), but the commits before it give "
                     + "\(expected.nextPrimaryKey)")
+        }
+        if let versions = checkpoint.versions, versions != expected.versions {
+            problems.append(
+                "counts \(plural(Int(clamping: versions), "record version")), but the commits before it hold "
+                    + "\(expected.versions) (their writes and deletes)")
         }
         var listed: [Int: LogCheckpoint.Entity] = [:]
         for entity in checkpoint.entities { listed[entity.entityIndex] = entity }
@@ -75,6 +85,9 @@ extension ToolVerifier {
                 // Its entries cannot agree either; the keys are the problem to fix.
                 continue
             }
+            if let locations = stored.locations, let problem = locationDifference(entity.name, locations, records) {
+                problems.append(problem)
+            }
             for (index, entries) in zip(ToolIndex.storeOrder(of: entity), stored.indexes) {
                 if let problem = entryDifference(index, entries, records, blobs) { problems.append(problem) }
             }
@@ -96,6 +109,27 @@ extension ToolVerifier {
         if !extra.isEmpty { parts.append("it lists \(first(extra)), which \(extra.count > 1 ? "are" : "is") not live") }
         return "lists \(plural(listed.count, "\(name) key")) where \(live.count) \(live.count == 1 ? "is" : "are") "
             + "live: \(parts.joined(separator: " and "))"
+    }
+
+    /// How a version 4 checkpoint's key directory of one entity differs from where the
+    /// commits before it leave the live records (the same keys, in the same order).
+    private static func locationDifference(_ name: String, _ locations: [RecordLocation], _ records: [ToolRecord])
+        -> String?
+    {
+        var differing: [Int] = []
+        for (position, record) in records.enumerated()
+        where position >= locations.count || record.location != locations[position] {
+            differing.append(position)
+        }
+        guard let first = differing.first else { return nil }
+        let record = records[first]
+        let listed = first < locations.count ? "\(locations[first])" : "no location"
+        let actual = record.location.map { "\($0)" } ?? "no location (its commit has no blocks)"
+        return "gives \(name) \(record.key) the location \(listed), where the commits before it leave it at "
+            + actual
+            + (differing.count > 1
+                ? " (\(plural(differing.count - 1, "more \(name) location")) \(differing.count == 2 ? "differs" : "differ"))"
+                : "")
     }
 
     /// The first entry of a checkpoint's index that differs from the entries the live

@@ -95,7 +95,8 @@ package enum ToolMaintenance {
     /// describes: the live records as inserts, in commits of about 4 MiB of payload that
     /// carry the last transaction identifier, into `<file>.compact` with a new salt and
     /// generation + 1; then `fdatasync`, `rename` over the log, `fsync` of the directory.
-    /// The file keeps its format version, and a version 3 file gets no checkpoint.
+    /// The file keeps its format version (a version 4 file its blocks: the commit records
+    /// are raw, their blocks compressed), and a version 3 or 4 file gets no checkpoint.
     /// The new file is read back and compared with the old one's live records before the
     /// rename. It holds the store's lock throughout, and refuses a damaged log.
     /// - Parameter progress: Called with the live records written so far and their total.
@@ -138,7 +139,7 @@ package enum ToolMaintenance {
         // The file keeps its format version: a version 1 file's schema records no
         // external-storage flags, so rewriting it as version 2 would no longer match an
         // app whose schema has such attributes (the store itself upgrades it on open).
-        // A version 3 file gets no checkpoint: checkpoints are optional, and one computed
+        // A version 3 or 4 file gets no checkpoint: checkpoints are optional, and one computed
         // here from the file's values could differ from the store's indexes (an external
         // value's bytes, say) in a way its cheap agreement check at open does not see.
         let header = LogFormat.FileHeader(
@@ -171,10 +172,10 @@ package enum ToolMaintenance {
                     transactionID: extras.lastTransaction, timestamp: timestamp, author: nil,
                     nextPrimaryKey: store.nextPrimaryKey, deletes: [], writes: writes)
                 let references = external
-                let payload = try LogCodec.encodeCommit(
+                let encoded = try LogCodec.encodeCommit(
                     commit, map: extras.map,
                     external: { write, property in references[write].first { $0.property == property } })
-                let record = LogFormat.frame(type: .commit, payload: payload, salt: header.salt, offset: end)
+                let record = encoded.record(salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
                 end += Int64(record.count)
                 commits += 1

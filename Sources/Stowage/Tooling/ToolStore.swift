@@ -92,6 +92,8 @@ package struct ToolRecord: Sendable, Equatable {
     package var values: [SnapshotValue]
     /// For a log file: the offset of the commit record that wrote this version.
     package var offset: Int64?
+    /// For a version 4 log file: where this version is (its block and slot).
+    package var location: RecordLocation? = nil
     /// Values kept outside the log (format version 2, `.externalStorage`), by property
     /// position; their slot in `values` is `.null`.
     package var external: [Int: ToolExternalValue] = [:]
@@ -130,6 +132,9 @@ package struct ToolCommit: Sendable, Equatable {
     package var updates: Int
     package var deletes: Int
     package var nextPrimaryKey: Int64
+    /// Version 4: the blocks its writes are in, and how many of them are LZ4-compressed.
+    package var blocks: Int = 0
+    package var compressedBlocks: Int = 0
 }
 
 /// A stretch of a log file, for `inspect --map`.
@@ -141,7 +146,7 @@ package struct ToolRegion: Sendable, Equatable {
         case live
         /// Bytes that hold only superseded or deleted versions.
         case dead
-        /// A checkpoint record (format version 3): the last one is live, every earlier one
+        /// A checkpoint record (format versions 3 and 4): the last one is live, every earlier one
         /// dead (its `deadLength` is its length).
         case checkpoint
         /// Bytes after the valid prefix: a torn or damaged tail.
@@ -166,7 +171,7 @@ package struct ToolLogDetails: Sendable {
     /// The length of the valid prefix.
     package var validLength: Int64
     package var commits: [ToolCommit]
-    /// Checkpoint records (format version 3).
+    /// Checkpoint records (format versions 3 and 4).
     package var checkpoints: Int
     /// The last of them: the one whose bytes are live.
     package var lastCheckpoint: ToolCheckpoint? = nil

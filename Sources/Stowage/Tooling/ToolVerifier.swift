@@ -237,7 +237,7 @@ package enum ToolVerifier {
 
     /// Every index and uniqueness group names properties the entity has, every indexed
     /// value encodes as an index key that decodes again, and no two live records share the
-    /// key of a uniqueness constraint. (What a version 3 log persists of its indexes, its
+    /// key of a uniqueness constraint. (What a version 3 or 4 log persists of its indexes, its
     /// checkpoints, is checked as the file is read: ``checkpointProblems(_:at:expected:schema:blobs:)``.)
     private static func indexes(_ store: ToolStore, _ schema: ToolSchema) -> [ToolProblem] {
         var problems: [ToolProblem] = []
@@ -286,7 +286,7 @@ package enum ToolVerifier {
 /// One index of a stored entity, and the keys the store files records under in it
 /// (``EntityIndex/entryKey(_:primaryKey:)``, `Formats/index-key.md`), computed from the
 /// values the file holds. `verify` checks index keys and uniqueness with it, and compares
-/// a checkpoint's entries (format version 3) with the ones it computes.
+/// a checkpoint's entries (format versions 3 and 4) with the ones it computes.
 struct ToolIndex {
     let entityName: String
     /// The group's property names, as the schema lists them.
