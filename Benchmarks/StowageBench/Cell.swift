@@ -197,9 +197,11 @@ final class CellRunner {
                 name: "bench", schema: Schema([Trip.self]), fileURL: storeURL(run: run))
             return try ModelContainer(for: [Trip.self], configurations: [configuration])
         case .logFull, .logRelaxed:
-            let configuration = LogStoreConfiguration(
+            var configuration = LogStoreConfiguration(
                 name: "bench", schema: Schema([Trip.self]), url: storeURL(run: run),
                 durability: store == .logFull ? .full : .relaxed)
+            // The same memory budget as SQLite's page cache, when one is set.
+            if spec.sqliteCacheMiB > 0 { configuration.cacheCapacity = spec.sqliteCacheMiB << 20 }
             return try ModelContainer(for: [Trip.self], configurations: [configuration])
         }
     }

@@ -107,8 +107,9 @@ let usage = """
       --range-fetches K     range fetches (default 1000)
       --single-saves K      single-row saves (default 1000; the JSON store defaults to
                             500,000 / N of them, between 20 and 1000)
-      --sqlite-cache-mib M  SQLite page cache for file databases (default 1024; 0 keeps
-                            SQLite's default of 2 MiB)
+      --sqlite-cache-mib M  SQLite page cache for file databases, and the same budget for
+                            the log stores' block cache (default 1024; 0 keeps SQLite's
+                            default of 2 MiB and the log store's of 32 MiB)
       --uniform-notes       notes of one repeated letter instead of random letters (LZ4
                             shrinks them to almost nothing, which flatters bytes on disk)
       --btree               also run btree-bench (next to this executable) and include its tables
