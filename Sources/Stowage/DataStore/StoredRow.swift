@@ -36,6 +36,19 @@ public protocol SnapshotSource: AnyObject, Sendable {
     /// The record `key` of `entity` at `location`.
     /// - Throws: ``DataStoreError`` `.corruptStore` or `.ioFailure` when it cannot be read.
     func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot
+
+    /// The record with its `.externalStorage` values left `.null`: enough for the index
+    /// keys of an entity whose indexes cover none of them, without reading their files.
+    func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
+        -> DefaultSnapshot
+}
+
+extension SnapshotSource {
+    public func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
+        -> DefaultSnapshot
+    {
+        try snapshot(entity: entity, key: key, at: location)
+    }
 }
 
 /// One record of a table: its entity and primary key.
@@ -47,14 +60,25 @@ struct RecordKey: Hashable, Sendable {
 extension SnapshotTable {
     /// Reads the stored snapshot of every record `prepared` replaces (updates and deletes)
     /// that the table holds by location, into `prepared.replaced`, so that applying it,
-    /// which cannot fail, never has to read.
+    /// which cannot fail, never has to read. Only index keys are taken from them, so the
+    /// files of external values are not read unless an index covers one (an old value's
+    /// file may already be gone).
     func loadReplaced(_ prepared: inout PreparedSave) throws {
         func load(_ entity: String, _ key: Int64) throws {
             let id = RecordKey(entity: entity, key: key)
             guard prepared.replaced[id] == nil, let row = entities[entity]?.rows.value(forKey: key),
-                case .location = row
+                case .location(let location) = row, let source
             else { return }
-            prepared.replaced[id] = try resolve(row, entity: entity, key: key)
+            let indexed = Set(entities[entity]?.indexes.flatMap(\.columns) ?? [])
+            let external = schema.entitiesByName[entity]?.properties.indices.contains {
+                indexed.contains($0)
+                    && schema.entitiesByName[entity]?.properties[$0].attribute?.options.contains(.externalStorage)
+                        == true
+            }
+            prepared.replaced[id] =
+                external == true
+                ? try source.snapshot(entity: entity, key: key, at: location)
+                : try source.snapshotWithoutExternalValues(entity: entity, key: key, at: location)
         }
         for (entity, key) in prepared.deletes { try load(entity, key) }
         for (entity, key, _, isInsert) in prepared.writes where !isInsert { try load(entity, key) }

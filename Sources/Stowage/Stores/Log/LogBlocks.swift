@@ -84,25 +84,50 @@ enum LogBlocks {
     }
 }
 
+/// One block of a commit as encoded: where its header is in the payload, its writes, and
+/// (for the last blocks, up to a budget) its uncompressed contents with each write's start.
+struct LogEncodedBlock {
+    var offset: Int
+    var writes: Int
+    var contents: [UInt8]?
+    var slots: [Int32]
+}
+
 extension LogCodec {
-    /// Appends the writes of a version 4 commit as blocks; returns, for each block, where
-    /// its header starts in `w` and how many writes it holds.
+    /// Appends the writes of a version 4 commit as blocks; returns each block. The
+    /// contents of the last blocks, up to `keepContents` bytes, are kept for the cache.
     static func encodeBlocks(
         _ commit: LogCommit, into w: inout LogByteWriter, map: LogEntityMap,
-        external: ((Int, Int) -> LogExternalReference?)?
-    ) throws -> [(offset: Int, writes: Int, bytes: Int)] {
-        var blocks: [(offset: Int, writes: Int, bytes: Int)] = []
+        external: ((Int, Int) -> LogExternalReference?)?, keepContents: Int
+    ) throws -> [LogEncodedBlock] {
+        var blocks: [LogEncodedBlock] = []
         var contents = LogByteWriter(capacity: LogBlocks.targetBytes + 1024)
+        var slots: [Int32] = []
         var pending = 0
+        var kept = 0
+        var firstKept = 0
         func flush() {
             guard pending > 0 else { return }
-            blocks.append((w.bytes.count, pending, contents.bytes.count))
+            let keep = contents.bytes.count <= keepContents
+            blocks.append(
+                LogEncodedBlock(
+                    offset: w.bytes.count, writes: pending, contents: keep ? contents.bytes : nil, slots: slots))
+            if keep {
+                kept += contents.bytes.count
+                while kept > keepContents, firstKept < blocks.count {
+                    kept -= blocks[firstKept].contents?.count ?? 0
+                    blocks[firstKept].contents = nil
+                    firstKept += 1
+                }
+            }
             LogBlocks.append(contents.bytes, writes: pending, to: &w)
             contents.bytes.removeAll(keepingCapacity: true)
+            slots.removeAll(keepingCapacity: true)
             pending = 0
         }
         w.varint(commit.writes.count)
         for (position, write) in commit.writes.enumerated() {
+            slots.append(Int32(contents.bytes.count))
             contents.u8(write.isInsert ? 0 : 1)
             try encodeSnapshot(
                 write.snapshot, key: write.key, entity: write.entity, into: &contents, map: map,
@@ -112,5 +137,53 @@ extension LogCodec {
         }
         flush()
         return blocks
+    }
+}
+
+extension LogCodec {
+    /// Moves past one write (`u8 kind, snapshot`) without decoding it: for finding where
+    /// each write of a block starts. Only lengths are checked; decoding the write checks
+    /// the rest.
+    static func skipWrite(_ r: inout LogByteReader) throws {
+        guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
+        _ = try r.varint()
+        _ = try r.zigzag()
+        let count = try r.count()
+        for _ in 0..<count { try skipValue(&r, depth: 0) }
+    }
+
+    private static func skipValue(_ r: inout LogByteReader, depth: Int) throws {
+        let tag = try r.u8()
+        switch tag {
+        case 0x00, 0x01, 0x02: return
+        case 0x03, 0x04: _ = try r.varint()
+        case 0x05, 0x07: _ = try r.bytes(8)
+        case 0x06, 0x08, 0x0A, 0x0C: _ = try r.bytes(try r.count())
+        case 0x09: _ = try r.bytes(16)
+        case 0x0B:
+            _ = try r.bytes(try r.count())
+            _ = try r.bytes(try r.count())
+        case 0x0D, 0x0E:
+            guard depth < maximumNesting else { throw LogDecodeError("values nest deeper than \(maximumNesting)") }
+            for _ in 0..<(try r.count()) {
+                if tag == 0x0E { _ = try r.bytes(try r.count()) }
+                try skipValue(&r, depth: depth + 1)
+            }
+        case 0x0F:
+            _ = try r.varint()
+            _ = try r.zigzag()
+        case 0x10:
+            _ = try r.bytes(try r.count())
+            if try r.u8() == 1 { _ = try r.bytes(try r.count()) }
+            _ = try r.u8()
+            _ = try r.varint()
+        case 0x11:
+            guard depth == 0 else { throw LogDecodeError("an external reference inside a value") }
+            _ = try r.varint()
+            _ = try r.varint()
+            _ = try r.u32()
+        default:
+            throw LogDecodeError("unknown value tag \(tag) at byte \(r.position - 1)")
+        }
     }
 }

@@ -21,6 +21,9 @@ struct LogCheckpoint: Equatable {
         var keys: [Int64]
         /// Version 4: each live record's location, parallel to `keys`.
         var locations: [RecordLocation]? = nil
+        /// Version 4, for an entity with external-storage properties: per record (parallel
+        /// to `keys`), per such property in order, its external value reference if any.
+        var external: [[LogExternalReference?]]? = nil
         /// The entity's indexes, in the table's order: uniqueness constraints, then
         /// `#Index` groups that are not also one.
         var indexes: [Entries]
@@ -40,7 +43,10 @@ struct LogCheckpoint: Equatable {
     /// The checkpoint of `table`'s records, with entities numbered by `map`; for a
     /// version 4 map, with every record's location and `versions`.
     /// - Throws: for version 4, when a record is not held by location.
-    init(_ table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0) throws {
+    init(
+        _ table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
+        external: [LogExternalSlot: LogExternalReference] = [:]
+    ) throws {
         self.transactionID = transactionID
         nextPrimaryKey = table.nextPrimaryKey
         let directory = map.formatVersion >= 4
@@ -71,8 +77,18 @@ struct LogCheckpoint: Equatable {
                 }
                 return entries
             }
+            var references: [[LogExternalReference?]]?
+            if directory, !map.external[entityIndex].isEmpty {
+                references = keys.map { key in
+                    map.external[entityIndex].map {
+                        external[LogExternalSlot(entity: entityIndex, key: key, property: $0)]
+                    }
+                }
+            }
             entities.append(
-                Entity(entityIndex: entityIndex, keys: keys, locations: directory ? locations : nil, indexes: indexes))
+                Entity(
+                    entityIndex: entityIndex, keys: keys, locations: directory ? locations : nil,
+                    external: references, indexes: indexes))
         }
         self.entities = entities
     }
@@ -106,6 +122,18 @@ struct LogCheckpoint: Equatable {
                     w.zigzag(location.blockOffset &- previousLocation)
                     w.varint(location.slot)
                     previousLocation = location.blockOffset
+                }
+                for references in entity.external ?? [] {
+                    for reference in references {
+                        guard let reference else {
+                            w.u8(0)
+                            continue
+                        }
+                        w.u8(1)
+                        w.varint(reference.transactionID)
+                        w.varint(reference.byteCount)
+                        w.u32(reference.checksum)
+                    }
                 }
             }
             w.varint(entity.indexes.count)
@@ -179,6 +207,32 @@ struct LogCheckpoint: Equatable {
                 }
                 locations = found
             }
+            var external: [[LogExternalReference?]]?
+            let properties = schema.entities[entityIndex].properties.indices.filter {
+                schema.entities[entityIndex].properties[$0].isExternal
+            }
+            if versions != nil, !properties.isEmpty {
+                var all: [[LogExternalReference?]] = []
+                all.reserveCapacity(count)
+                for _ in 0..<count {
+                    var references: [LogExternalReference?] = []
+                    for property in properties {
+                        switch try r.u8() {
+                        case 0:
+                            references.append(nil)
+                        case 1:
+                            references.append(
+                                LogExternalReference(
+                                    property: property, transactionID: try r.varint(), byteCount: try r.varint(),
+                                    checksum: try r.u32()))
+                        case let flag:
+                            throw LogDecodeError("a checkpoint external flag \(flag) of entity \(entityIndex)")
+                        }
+                    }
+                    all.append(references)
+                }
+                external = all
+            }
             let stored = try r.count(minimumSize: 1)
             let expected = indexCount(of: schema.entities[entityIndex])
             guard stored == expected else {
@@ -210,7 +264,9 @@ struct LogCheckpoint: Equatable {
                 }
                 indexes.append(entries)
             }
-            entities.append(Entity(entityIndex: entityIndex, keys: keys, locations: locations, indexes: indexes))
+            entities.append(
+                Entity(entityIndex: entityIndex, keys: keys, locations: locations, external: external, indexes: indexes)
+            )
         }
         guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the checkpoint's last entity") }
         return LogCheckpoint(

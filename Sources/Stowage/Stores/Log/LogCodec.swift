@@ -240,9 +240,8 @@ struct LogCommit {
 /// A commit record's payload, and for version 4 its blocks.
 struct LogEncodedCommit {
     var payload: [UInt8]
-    /// Version 4: each block's header offset in the payload, its number of writes and its
-    /// uncompressed bytes.
-    var blocks: [(offset: Int, writes: Int, bytes: Int)]
+    /// Version 4: each block as encoded.
+    var blocks: [LogEncodedBlock]
     var formatVersion: UInt16
 
     /// The framed record, to be written at `offset`. A version 4 commit is raw: its blocks
@@ -261,18 +260,23 @@ struct LogEncodedCommit {
         return result
     }
 
-    /// The blocks at their file offsets once the record is at `offset`, each with the
-    /// snapshots of its writes: for the record cache.
+    /// The blocks whose contents were kept, at their file offsets once the record is at
+    /// `offset`, with the snapshots of their writes (`writes`, in write order): for the
+    /// record cache.
     func cachedBlocks(recordOffset offset: Int64, writes: [DefaultSnapshot]) -> [(
-        offset: Int64, snapshots: [DefaultSnapshot], bytes: Int
+        offset: Int64, block: CachedBlock
     )] {
-        var result: [(offset: Int64, snapshots: [DefaultSnapshot], bytes: Int)] = []
+        var result: [(offset: Int64, block: CachedBlock)] = []
         var first = 0
         for block in blocks {
-            let end = min(writes.count, first + block.writes)
+            defer { first += block.writes }
+            guard let contents = block.contents, first + block.writes <= writes.count else { continue }
             result.append(
-                (offset + Int64(LogFormat.frameSize + block.offset), Array(writes[first..<end]), block.bytes))
-            first = end
+                (
+                    offset + Int64(LogFormat.frameSize + block.offset),
+                    CachedBlock(
+                        contents: contents, slots: block.slots, decoded: Array(writes[first..<first + block.writes]))
+                ))
         }
         return result
     }
@@ -323,8 +327,11 @@ enum LogCodec {
 
     /// - Parameter external: the reference to write for a write's property (by write
     ///   position and property position), instead of its value; `nil` writes the value.
+    /// - Parameter keepContents: version 4: how many uncompressed bytes of the last blocks
+    ///   to keep in the result, for the cache.
     static func encodeCommit(
-        _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil
+        _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil,
+        keepContents: Int = 0
     ) throws -> LogEncodedCommit {
         var w = LogByteWriter(capacity: 64 + commit.writes.count * 64)
         w.varint(commit.transactionID)
@@ -342,7 +349,7 @@ enum LogCodec {
             w.zigzag(key)
         }
         if map.formatVersion >= 4 {
-            let blocks = try encodeBlocks(commit, into: &w, map: map, external: external)
+            let blocks = try encodeBlocks(commit, into: &w, map: map, external: external, keepContents: keepContents)
             return LogEncodedCommit(payload: w.bytes, blocks: blocks, formatVersion: map.formatVersion)
         }
         w.varint(commit.writes.count)

@@ -2,8 +2,9 @@ import Foundation
 import Synchronization
 
 /// Reads a version 4 log's records back by location (`Formats/log.md`, "Reading records"):
-/// one block per miss, with `pread`, its checksum checked, decompressed and decoded whole,
-/// then kept in a least-recently-used cache bounded by the blocks' uncompressed bytes.
+/// one block per miss, with `pread`, its checksum checked and decompressed, then kept in a
+/// least-recently-used cache bounded by the blocks' uncompressed bytes. A read decodes the
+/// one write it asks for from the cached bytes.
 ///
 /// It owns a duplicate of the log's descriptor, so a table that still refers to it keeps
 /// reading the file it was made for after a compaction renames a new one over the path.
@@ -33,32 +34,68 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     var cached: (bytes: Int, blocks: Int) { cache.withLock { ($0.used, $0.count) } }
 
     func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot {
-        try cache.withLock { cache in
-            let block: [DefaultSnapshot]
-            if let found = cache.get(location.blockOffset) {
-                block = found
-            } else {
-                let (read, cost) = try readBlock(at: location.blockOffset)
-                cache.misses += 1
-                cache.put(location.blockOffset, read, cost: cost)
-                block = read
-            }
-            guard location.slot < block.count else {
-                throw damaged(location.blockOffset, "it has no slot \(location.slot)")
-            }
-            let snapshot = block[location.slot]
-            guard snapshot.persistentIdentifier.primaryKey == key, snapshot.persistentIdentifier.entityName == entity
+        try read(entity: entity, key: key, at: location, externalValues: true)
+    }
+
+    func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
+        -> DefaultSnapshot
+    {
+        try read(entity: entity, key: key, at: location, externalValues: false)
+    }
+
+    private func read(entity: String, key: Int64, at location: RecordLocation, externalValues: Bool) throws
+        -> DefaultSnapshot
+    {
+        let block = try cache.withLock { cache in
+            if let found = cache.get(location.blockOffset) { return found }
+            let read = try readBlock(at: location.blockOffset)
+            cache.misses += 1
+            cache.put(location.blockOffset, read)
+            return read
+        }
+        // Decoding one write needs no lock: the block's bytes are a value.
+        guard location.slot < block.slots.count else {
+            throw damaged(location.blockOffset, "it has no slot \(location.slot)")
+        }
+        if let decoded = block.decoded[location.slot] {
+            guard decoded.persistentIdentifier.primaryKey == key, decoded.persistentIdentifier.entityName == entity
             else {
                 throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
             }
-            return snapshot
+            return decoded
         }
+        var snapshot: DefaultSnapshot
+        var references: [LogExternalReference] = []
+        do {
+            var r = LogByteReader(block.contents, position: Int(block.slots[location.slot]))
+            _ = try r.u8()
+            snapshot = try LogCodec.decodeSnapshot(&r, map: map, externalReferences: &references)
+        } catch {
+            throw damaged(location.blockOffset, "slot \(location.slot) does not decode: \(error)")
+        }
+        guard snapshot.persistentIdentifier.primaryKey == key, snapshot.persistentIdentifier.entityName == entity
+        else {
+            throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
+        }
+        // Without its external values the snapshot is not the record: it is not cached.
+        if !externalValues, !references.isEmpty { return snapshot }
+        var externalBytes = 0
+        for reference in references where reference.property < snapshot.values.count {
+            let bytes = try externalFiles.read(
+                reference, entity: entity, entityIndex: map.indexByName[entity] ?? -1, key: key)
+            externalBytes += bytes.count
+            snapshot.values[reference.property] = .data(bytes)
+        }
+        let decoded = snapshot
+        let cost = CachedBlock.decodedCost(block.length(ofSlot: location.slot)) + externalBytes
+        cache.withLock { $0.setDecoded(location.blockOffset, slot: location.slot, decoded, cost: cost) }
+        return snapshot
     }
 
-    /// Puts blocks a save just wrote into the cache: their snapshots, in slot order.
-    func remember(_ blocks: [(offset: Int64, snapshots: [DefaultSnapshot], bytes: Int)]) {
+    /// Puts blocks a save just wrote into the cache.
+    func remember(_ blocks: [(offset: Int64, block: CachedBlock)]) {
         cache.withLock { cache in
-            for block in blocks { cache.put(block.offset, block.snapshots, cost: block.bytes) }
+            for (offset, block) in blocks { cache.put(offset, block) }
         }
     }
 
@@ -69,8 +106,9 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
                 + "next open's recovery applies")
     }
 
-    /// Reads, checks and decodes the block at `offset`, with its external values.
-    private func readBlock(at offset: Int64) throws -> ([DefaultSnapshot], cost: Int) {
+    /// Reads and checks the block at `offset`: its uncompressed bytes and where each write
+    /// starts in them.
+    private func readBlock(at offset: Int64) throws -> CachedBlock {
         let headerBytes = try fs.read(fd, count: LogBlocks.headerSize, at: offset)
         let header: LogBlocks.Header
         do {
@@ -80,40 +118,59 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         }
         let stored = try fs.read(fd, count: header.storedLength, at: offset + Int64(LogBlocks.headerSize))
         guard stored.count == header.storedLength else { throw damaged(offset, "the file ends inside it") }
-        var snapshots: [DefaultSnapshot] = []
-        snapshots.reserveCapacity(header.writes)
         do {
             let contents = try LogBlocks.contents(header, headerBytes: headerBytes[...], stored: stored[...])
+            var slots: [Int32] = []
+            slots.reserveCapacity(header.writes)
             var r = LogByteReader(contents)
             for _ in 0..<header.writes {
-                guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
-                var references: [LogExternalReference] = []
-                var snapshot = try LogCodec.decodeSnapshot(&r, map: map, externalReferences: &references)
-                if !references.isEmpty, let key = snapshot.persistentIdentifier.primaryKey {
-                    let entity = snapshot.persistentIdentifier.entityName
-                    for reference in references where reference.property < snapshot.values.count {
-                        snapshot.values[reference.property] = .data(
-                            try externalFiles.read(
-                                reference, entity: entity, entityIndex: map.indexByName[entity] ?? -1, key: key))
-                    }
-                }
-                snapshots.append(snapshot)
+                slots.append(Int32(r.position))
+                try LogCodec.skipWrite(&r)
             }
             guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after its last write") }
-        } catch let error as DataStoreError {
-            throw error
+            return CachedBlock(contents: contents, slots: slots, decoded: nil)
         } catch {
             throw damaged(offset, "\(error)")
         }
-        return (snapshots, header.uncompressedLength)
     }
 }
 
-/// Decoded blocks by offset, least recently used first out, bounded by their cost.
+/// A block as the cache keeps it: its uncompressed bytes, where each write starts, and the
+/// writes decoded so far (a read decodes the one it needs; a save gives all of its own).
+struct CachedBlock: Sendable {
+    var contents: [UInt8]
+    var slots: [Int32]
+    var decoded: [DefaultSnapshot?]
+
+    /// `decoded` nil leaves every write to decode.
+    init(contents: [UInt8], slots: [Int32], decoded: [DefaultSnapshot]?) {
+        self.contents = contents
+        self.slots = slots
+        self.decoded = decoded.map { $0.map { Optional($0) } } ?? Array(repeating: nil, count: slots.count)
+    }
+
+    /// The bytes of one write.
+    func length(ofSlot slot: Int) -> Int {
+        (slot + 1 < slots.count ? Int(slots[slot + 1]) : contents.count) - Int(slots[slot])
+    }
+
+    /// What a decoded write is taken to cost: its encoded bytes twice (values unpacked into
+    /// enums and arrays), plus the snapshot itself. An estimate, not a measurement.
+    static func decodedCost(_ encodedBytes: Int) -> Int { 2 * encodedBytes + 48 }
+
+    /// What the cache's capacity counts for the block as it stands.
+    var cost: Int {
+        var total = contents.count + slots.count * 12 + 64
+        for slot in decoded.indices where decoded[slot] != nil { total += Self.decodedCost(length(ofSlot: slot)) }
+        return total
+    }
+}
+
+/// Blocks by offset, least recently used first out, bounded by their cost.
 struct BlockCache {
     private struct Node {
         var offset: Int64
-        var snapshots: [DefaultSnapshot]
+        var block: CachedBlock
         var cost: Int
         var previous: Int
         var next: Int
@@ -133,19 +190,22 @@ struct BlockCache {
 
     var count: Int { byOffset.count }
 
-    mutating func get(_ offset: Int64) -> [DefaultSnapshot]? {
+    mutating func get(_ offset: Int64) -> CachedBlock? {
         guard let i = byOffset[offset] else { return nil }
-        unlink(i)
-        pushFront(i)
-        return nodes[i].snapshots
+        if head != i {
+            unlink(i)
+            pushFront(i)
+        }
+        return nodes[i].block
     }
 
     /// Caches a block, then evicts from the least recently used end until within the
     /// capacity. A block larger than the whole capacity is not kept.
-    mutating func put(_ offset: Int64, _ snapshots: [DefaultSnapshot], cost: Int) {
+    mutating func put(_ offset: Int64, _ block: CachedBlock) {
         if let i = byOffset.removeValue(forKey: offset) { remove(i) }
+        let cost = block.cost
         guard cost <= capacity else { return }
-        let node = Node(offset: offset, snapshots: snapshots, cost: cost, previous: -1, next: -1)
+        let node = Node(offset: offset, block: block, cost: cost, previous: -1, next: -1)
         let i: Int
         if let reused = free.popLast() {
             nodes[reused] = node
@@ -157,6 +217,22 @@ struct BlockCache {
         byOffset[offset] = i
         used += cost
         pushFront(i)
+        evict()
+    }
+
+    /// Keeps a write a read decoded, if its block is still cached, and evicts as needed.
+    mutating func setDecoded(_ offset: Int64, slot: Int, _ snapshot: DefaultSnapshot, cost: Int) {
+        // A block never pushes itself out: past the capacity it keeps its bytes only.
+        guard let i = byOffset[offset], slot < nodes[i].block.decoded.count, nodes[i].block.decoded[slot] == nil,
+            nodes[i].cost + cost <= capacity
+        else { return }
+        nodes[i].block.decoded[slot] = snapshot
+        nodes[i].cost += cost
+        used += cost
+        evict()
+    }
+
+    private mutating func evict() {
         while used > capacity, tail >= 0 {
             let last = tail
             byOffset[nodes[last].offset] = nil
@@ -167,7 +243,7 @@ struct BlockCache {
     private mutating func remove(_ i: Int) {
         unlink(i)
         used -= nodes[i].cost
-        nodes[i].snapshots = []
+        nodes[i].block = CachedBlock(contents: [], slots: [], decoded: [])
         free.append(i)
     }
 

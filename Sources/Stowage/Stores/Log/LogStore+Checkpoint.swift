@@ -48,7 +48,7 @@ extension LogStore {
         let checkpoint = try table.withLock {
             try LogCheckpoint(
                 $0, transactionID: w.lastCommitTransaction, map: map.with(formatVersion: version),
-                versions: w.versions)
+                versions: w.versions, external: w.external)
         }
         let start = w.end
         try append(&w, type: .checkpoint, payload: checkpoint.encode())

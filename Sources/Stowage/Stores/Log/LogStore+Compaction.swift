@@ -161,7 +161,8 @@ extension LogStore {
             }
             if source.count > 0 {
                 let checkpoint = try LogCheckpoint(
-                    rebuilt, transactionID: lastTransaction, map: newMap, versions: Int64(source.count))
+                    rebuilt, transactionID: lastTransaction, map: newMap, versions: Int64(source.count),
+                    external: external)
                 let record = LogFormat.frame(
                     type: .checkpoint, payload: checkpoint.encode(), salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)

@@ -168,8 +168,8 @@ extension LogStore {
         defer { _ = try? prefetch?.checkpoint() }
         // Version 4 (`Formats/log.md`, "Reading, version 4"): the commits before the last
         // checkpoint are summarized, not decoded, and those after it kept to apply to the
-        // table the checkpoint gives. External values need every commit decoded.
-        let summarizeBefore = header.version >= 4 && !stored.hasExternalValues ? prefetch?.offset : nil
+        // table the checkpoint gives.
+        let summarizeBefore = header.version >= 4 ? prefetch?.offset : nil
         var summary = (transaction: UInt64(0), nextKey: Int64(1), versions: Int64(0), commits: 0)
         var tail: [LogCommit] = []
         scan: while true {
@@ -256,6 +256,8 @@ extension LogStore {
         }
         var table: SnapshotTable?
         var versions = replay.versions
+        // The live external values, as a checkpoint and the commits after it give them.
+        var checkpointExternal: [LogExternalSlot: LogExternalReference]?
         if let summarizeBefore, let found = checkpoint, let reader {
             // The summarized commits end where the checkpoint starts: use it if it agrees.
             if checkpointStart == summarizeBefore, found.transactionID == summary.transaction,
@@ -264,6 +266,7 @@ extension LogStore {
                 table = try Self.table(
                     from: found, after: tail, schema: schema, map: readMap, source: reader, path: path)
                 versions = summary.versions + tail.reduce(0) { $0 + Int64($1.deletes.count + $1.writes.count) }
+                checkpointExternal = Self.externalValues(of: found, after: tail, map: readMap)
             }
             // A checkpoint that disagrees is not trusted for anything else either.
             if table == nil { checkpoint = nil }
@@ -288,7 +291,11 @@ extension LogStore {
         try replay.resolveExternalValues { entity, key, reference in
             try files.read(reference, entity: entity, entityIndex: readMap.indexByName[entity] ?? -1, key: key)
         }
-        var external: [LogExternalSlot: LogExternalReference] = [:]
+        for (slot, reference) in checkpointExternal ?? [:] {
+            let entity = slot.entity < readMap.names.count ? readMap.names[slot.entity] : "?"
+            _ = try files.read(reference, entity: entity, entityIndex: slot.entity, key: slot.key)
+        }
+        var external: [LogExternalSlot: LogExternalReference] = checkpointExternal ?? [:]
         for (entity, byKey) in replay.references {
             guard let entityIndex = readMap.indexByName[entity] else { continue }
             for (key, found) in byKey {
@@ -322,6 +329,37 @@ extension LogStore {
                 ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
             description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
             usedCheckpoint: indexEntries != nil || table != nil)
+    }
+
+    /// The live external value references a version 4 checkpoint gives, with the commits
+    /// after it applied: deletes first, then each write's references (a property without
+    /// one has none).
+    private static func externalValues(of checkpoint: LogCheckpoint, after tail: [LogCommit], map: LogEntityMap)
+        -> [LogExternalSlot: LogExternalReference]
+    {
+        var slots: [LogExternalSlot: LogExternalReference] = [:]
+        for entity in checkpoint.entities {
+            for (key, references) in zip(entity.keys, entity.external ?? []) {
+                for reference in references.compactMap({ $0 }) {
+                    slots[LogExternalSlot(entity: entity.entityIndex, key: key, property: reference.property)] =
+                        reference
+                }
+            }
+        }
+        for commit in tail {
+            for (name, key) in commit.deletes {
+                guard let e = map.indexByName[name] else { continue }
+                for p in map.external[e] { slots[LogExternalSlot(entity: e, key: key, property: p)] = nil }
+            }
+            for (position, write) in commit.writes.enumerated() {
+                guard let e = map.indexByName[write.entity], !map.external[e].isEmpty else { continue }
+                for p in map.external[e] { slots[LogExternalSlot(entity: e, key: write.key, property: p)] = nil }
+                for reference in commit.externalReferences[position] ?? [] {
+                    slots[LogExternalSlot(entity: e, key: write.key, property: reference.property)] = reference
+                }
+            }
+        }
+        return slots
     }
 
     /// Decodes every commit in `[start, end)`, a prefix already checked record by record.

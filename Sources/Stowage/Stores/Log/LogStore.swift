@@ -251,7 +251,8 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         do {
             let encoded = try LogCodec.encodeCommit(
                 commit, map: map.with(formatVersion: w.formatVersion),
-                external: external.references.isEmpty ? nil : { external.references[$0]?[$1] })
+                external: external.references.isEmpty ? nil : { external.references[$0]?[$1] },
+                keepContents: located ? configuration.cacheCapacity : 0)
             try append(&w, type: .commit, payload: encoded.payload, compress: !located)
             if located {
                 // The table holds where the writes are; the cache holds what they are.
