@@ -770,6 +770,38 @@ struct StowageToolTests {
                 && caught.stdout.contains(" of the index Scan(bytes) wrong"), "\(caught.stdout)")
     }
 
+    @Test func aVersion4CheckpointWithAWrongExternalReference() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("photos.store")
+        do {
+            var configuration = LogStoreConfiguration(schema: Schema([Photo.self]), url: url)
+            configuration.checkpoints = .init(minimumCommitBytes: 0)
+            let container = try ModelContainer(for: Schema([Photo.self]), configurations: [configuration])
+            let context = ModelContext(container)
+            for n in 0..<3 {
+                context.insert(
+                    Photo(title: "photo \(n)", bytes: LogSamples.photoBytes(UInt8(n), count: 300 + n)))
+            }
+            try context.save()
+        }
+        let clean = try Tool.run(["verify", "photos.store"], in: directory)
+        #expect(clean.status == 0, "\(clean.transcript)")
+        let records = try Self.records(of: url).records
+        let schema = try LogCodec.decodeHeader(records[0].payload, formatVersion: 4).schema
+        var forged = try LogCheckpoint.decode(
+            try #require(records.last { $0.type == 3 }?.payload), schema: schema, formatVersion: 4)
+        let references = try #require(forged.entities.first?.external)
+        #expect(references.count == 3 && references.allSatisfy { $0.compactMap { $0 }.count == 1 })
+        forged.entities[0].external?[1][0]?.checksum ^= 1
+        let offset = try Self.append(forged, to: url)
+        let caught = try Tool.run(["verify", "photos.store"], in: directory)
+        #expect(caught.status == 1, "\(caught.transcript)")
+        #expect(
+            caught.stdout.contains("the checkpoint at offset \(offset) gives Photo ")
+                && caught.stdout.contains("other external value references"), "\(caught.stdout)")
+    }
+
     // MARK: Format version 4: blocks and the key directory
 
     static let tripsV4 = "Formats/samples/trips-v4.stowlog"

@@ -88,6 +88,9 @@ extension ToolVerifier {
             if let locations = stored.locations, let problem = locationDifference(entity.name, locations, records) {
                 problems.append(problem)
             }
+            if let external = stored.external, let problem = externalDifference(entity.name, external, records) {
+                problems.append(problem)
+            }
             for (index, entries) in zip(ToolIndex.storeOrder(of: entity), stored.indexes) {
                 if let problem = entryDifference(index, entries, records, blobs) { problems.append(problem) }
             }
@@ -130,6 +133,22 @@ extension ToolVerifier {
             + (differing.count > 1
                 ? " (\(plural(differing.count - 1, "more \(name) location")) \(differing.count == 2 ? "differs" : "differ"))"
                 : "")
+    }
+
+    /// How a version 4 checkpoint's external value references of one entity differ from
+    /// the ones the commits before it leave (the same keys, in the same order).
+    private static func externalDifference(
+        _ name: String, _ listed: [[LogExternalReference?]], _ records: [ToolRecord]
+    ) -> String? {
+        var differing: [Int] = []
+        for (position, record) in records.enumerated() {
+            let stored = position < listed.count ? listed[position].compactMap { $0 } : []
+            let live = record.external.keys.sorted().compactMap { record.external[$0]?.reference }
+            if stored != live { differing.append(position) }
+        }
+        guard let first = differing.first else { return nil }
+        return "gives \(name) \(records[first].key) other external value references than the commits before it "
+            + "leave" + (differing.count > 1 ? " (and \(plural(differing.count - 1, "more \(name) record")))" : "")
     }
 
     /// The first entry of a checkpoint's index that differs from the entries the live
