@@ -4,6 +4,19 @@ import Testing
 
 @_spi(Testing) @testable import Stowage
 
+/// A model whose index covers an external-storage attribute.
+@Model
+final class IndexedBlob {
+    var label: String
+    @Attribute(.externalStorage) var bytes: Data
+    #Index<IndexedBlob>([\.bytes])
+
+    init(label: String, bytes: Data) {
+        self.label = label
+        self.bytes = bytes
+    }
+}
+
 /// Format version 4: records held by location and read back one block at a time, through
 /// a bounded cache; checkpoints that carry the key directory.
 @Suite("LogStore reads by location (format version 4)")
@@ -264,5 +277,48 @@ struct LogBlockReadTests {
         let error = #expect(throws: DataStoreError.self) { _ = try openContainer() }
         #expect(error?.code == .corruptStore)
         #expect(error?.description.contains(live) == true)
+    }
+
+    /// Applying a commit after the checkpoint takes the replaced record's index entries out,
+    /// and an index over an external value needs the old value's file, which the first
+    /// reopen deletes: the second reopen replays the whole log instead, and loses nothing.
+    @Test func anIndexedExternalValueReplacedAfterTheCheckpointStillOpens() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        let schema = Schema([IndexedBlob.self])
+        func openContainer() throws -> (ModelContainer, LogStore) {
+            var configuration = LogStoreConfiguration(schema: schema, url: url)
+            configuration.checkpoints = nil
+            let container = try ModelContainer(for: schema, configurations: [configuration])
+            return (container, try #require(container.storesForTesting.first as? LogStore))
+        }
+        let old = LogExternalStorageTests.payload(7, count: 500)
+        let new = LogExternalStorageTests.payload(8, count: 600)
+        do {
+            let (container, store) = try openContainer()
+            let context = ModelContext(container)
+            let blobs = (0..<3).map {
+                IndexedBlob(label: "blob \($0)", bytes: LogExternalStorageTests.payload(UInt8($0)))
+            }
+            blobs[0].bytes = old
+            for blob in blobs { context.insert(blob) }
+            try context.save()
+            try store.checkpoint()
+            blobs[0].bytes = new
+            try context.save()
+            store.close()
+        }
+        for round in 1...2 {
+            let (container, store) = try openContainer()
+            #expect(store.openedFromCheckpoint == (round == 1), "round \(round)")
+            let context = ModelContext(container)
+            let found = try context.fetch(FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.bytes == new }))
+            #expect(found.map(\.label) == ["blob 0"], "round \(round)")
+            #expect(
+                try context.fetchCount(FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.bytes == old })) == 0,
+                "round \(round)")
+            store.close()
+        }
     }
 }

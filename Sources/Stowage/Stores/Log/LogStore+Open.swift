@@ -263,7 +263,10 @@ extension LogStore {
             if checkpointStart == summarizeBefore, found.transactionID == summary.transaction,
                 found.nextPrimaryKey == summary.nextKey, found.versions == summary.versions
             {
-                table = try Self.table(
+                // Applying the commits after it reads the records they replace; one that
+                // cannot be read (an indexed external value whose old file an earlier open
+                // deleted) sends opening to the full replay below, which needs no old value.
+                table = try? Self.table(
                     from: found, after: tail, schema: schema, map: readMap, source: reader, path: path)
                 versions = summary.versions + tail.reduce(0) { $0 + Int64($1.deletes.count + $1.writes.count) }
                 checkpointExternal = Self.externalValues(of: found, after: tail, map: readMap)
@@ -412,10 +415,28 @@ extension LogStore {
         }
         table.bulkLoad(sorted: live, indexEntries: entries)
         table.nextPrimaryKey = max(table.nextPrimaryKey, checkpoint.nextPrimaryKey)
+        // An index over an external value needs the value: read it for the writes it covers.
+        var indexedExternal: [String: Bool] = [:]
+        for (name, records) in table.entities {
+            let columns = Set(records.indexes.flatMap(\.columns))
+            indexedExternal[name] = schema.entitiesByName[name]?.properties.contains {
+                columns.contains($0.index) && $0.attribute?.options.contains(.externalStorage) == true
+            }
+        }
         for commit in tail {
             var prepared = SnapshotTable.PreparedSave()
             prepared.deletes = commit.deletes
             prepared.writes = commit.writes
+            for (position, references) in commit.externalReferences
+            where indexedExternal[commit.writes[position].entity] == true {
+                let write = commit.writes[position]
+                for reference in references where reference.property < write.snapshot.values.count {
+                    prepared.writes[position].snapshot.values[reference.property] = .data(
+                        try source.externalFiles.read(
+                            reference, entity: write.entity, entityIndex: map.indexByName[write.entity] ?? -1,
+                            key: write.key))
+                }
+            }
             prepared.storedRows = commit.locations.map { .location($0) }
             prepared.nextPrimaryKey = commit.nextPrimaryKey
             try table.loadReplaced(&prepared)
