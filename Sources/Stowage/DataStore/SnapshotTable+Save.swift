@@ -200,6 +200,13 @@ extension SnapshotTable {
 
     /// Applies a prepared save: records and every index change together. It cannot fail.
     public mutating func apply(_ prepared: PreparedSave) {
+        if let bulk = bulkInserts(prepared) {
+            // A large save of new records into empty entities (an import): each tree is
+            // built from sorted entries at once instead of by one insert per entry.
+            bulkLoad(sorted: bulk)
+            nextPrimaryKey = Swift.max(nextPrimaryKey, prepared.nextPrimaryKey)
+            return
+        }
         // Each entity's records are taken out of the dictionary once per run of changes to
         // that entity, so the trees inside are uniquely referenced and change in place.
         var currentName: String?
@@ -250,6 +257,33 @@ extension SnapshotTable {
         }
         if let currentName { entities[currentName] = current }
         nextPrimaryKey = Swift.max(nextPrimaryKey, prepared.nextPrimaryKey)
+    }
+
+    /// The records of a save of at least 1024 inserts and no deletes into entities that
+    /// hold no record, by entity in ascending key order; `nil` for any other save.
+    func bulkInserts(_ prepared: PreparedSave) -> [String: LogReplay.Records]? {
+        guard prepared.deletes.isEmpty, prepared.writes.count >= 1024 else { return nil }
+        var result: [String: LogReplay.Records] = [:]
+        // Writes come in runs of one entity: each run's list is looked up once.
+        var name: String?
+        var run = LogReplay.Records()
+        for (position, write) in prepared.writes.enumerated() {
+            if write.entity != name {
+                if let name { result[name] = run }
+                guard let records = entities[write.entity], records.rows.isEmpty else { return nil }
+                name = write.entity
+                run = result.removeValue(forKey: write.entity) ?? LogReplay.Records()
+            }
+            guard write.isInsert, run.keys.last.map({ $0 < write.key }) ?? true else { return nil }
+            run.keys.append(write.key)
+            run.snapshots.append(write.snapshot)
+            if let rows = prepared.storedRows {
+                guard case .location(let location) = rows[position] else { return nil }
+                run.locations.append(location)
+            }
+        }
+        if let name { result[name] = run }
+        return result
     }
 
     /// Whether two values certainly encode to the same index key component. Stricter than
