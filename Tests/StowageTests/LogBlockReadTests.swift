@@ -197,6 +197,10 @@ struct LogBlockReadTests {
         }
         #expect(error?.code == .corruptStore)
         #expect(error?.description.contains("offset \(location.blockOffset)") == true)
+        // Enumerating reads in batches: the damaged block fails it too, it does not skip.
+        #expect(throws: DataStoreError.self) {
+            try ModelContext(container).enumerate(FetchDescriptor<Person>()) { _ in }
+        }
         // Nothing else broke: a record in another block still reads.
         let last = try store.withTable { table -> Int64 in try #require(table.entities["Person"]?.rows.last?.key) }
         #expect(

@@ -41,7 +41,7 @@ extension ModelContext {
         while start < ids.count {
             let batch = Array(ids[start..<min(ids.count, start + size)])
             start += size
-            let snapshots = loadSnapshots(batch.filter { registered[$0] == nil })
+            let snapshots = try loadSnapshots(batch.filter { registered[$0] == nil })
             var loaded: [PersistentIdentifier] = []
             for id in batch {
                 let model: any PersistentModel
@@ -95,7 +95,7 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         if cache.batch != batch {
             let lower = batch * batchSize
             let ids = Array(identifiers[lower..<Swift.min(identifiers.count, lower + batchSize)])
-            let snapshots = context.loadSnapshots(ids.filter { context.registered[$0] == nil })
+            let snapshots = (try? context.loadSnapshots(ids.filter { context.registered[$0] == nil })) ?? [:]
             cache.models = ids.map { id in
                 context.registered[id] ?? snapshots[id].flatMap { try? context.materialize($0) }
             }

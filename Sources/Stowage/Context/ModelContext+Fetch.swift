@@ -159,7 +159,7 @@ extension ModelContext {
                     ids.append(ref.id)
                 }
             }
-            for snapshot in loadSnapshots(ids).values {
+            for snapshot in try loadSnapshots(ids).values {
                 _ = try materialize(snapshot)
             }
         }

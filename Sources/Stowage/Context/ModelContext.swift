@@ -182,7 +182,9 @@ public final class ModelContext {
         changedSet = []
         deletedOrder = []
         deletedModels = [:]
-        let snapshots = loadSnapshots(refresh)
+        // Rollback cannot throw (as in SwiftData): when the records cannot be read back, the
+        // models keep their current values.
+        guard let snapshots = try? loadSnapshots(refresh) else { return }
         for id in refresh {
             guard let model = registered[id] else { continue }
             if let snapshot = snapshots[id] {
@@ -244,23 +246,24 @@ public final class ModelContext {
     func resolveModel(for id: PersistentIdentifier, entity: Schema.Entity?) -> (any PersistentModel)? {
         if let model = registered[id] { return model }
         if deletedModels[id] != nil || id.isTemporary { return nil }
-        guard let snapshot = loadSnapshots([id])[id] else { return nil }
+        guard let snapshot = try? loadSnapshots([id])[id] else { return nil }
         return try? materialize(snapshot)
     }
 
-    func loadSnapshots(_ ids: [PersistentIdentifier]) -> [PersistentIdentifier: DefaultSnapshot] {
+    /// The stored snapshots of `ids`; missing records are left out.
+    /// - Throws: when a store cannot read them (a log store's damaged block): a read that
+    ///   fails is an error, never a record that seems to be gone.
+    func loadSnapshots(_ ids: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
         var byStore: [Int: [PersistentIdentifier]] = [:]
         for id in ids where !id.isTemporary {
             if let index = container.storeForEntity[id.entityName] { byStore[index, default: []].append(id) }
         }
         if byStore.count == 1, let (index, group) = byStore.first {
-            return (try? container.stores[index].snapshots(for: group)) ?? [:]
+            return try container.stores[index].snapshots(for: group)
         }
         var result: [PersistentIdentifier: DefaultSnapshot] = [:]
         for (index, group) in byStore {
-            if let found = try? container.stores[index].snapshots(for: group) {
-                result.merge(found) { a, _ in a }
-            }
+            result.merge(try container.stores[index].snapshots(for: group)) { a, _ in a }
         }
         return result
     }
