@@ -191,6 +191,9 @@ struct BlockCache {
     var count: Int { byOffset.count }
 
     mutating func get(_ offset: Int64) -> CachedBlock? {
+        // Reads in key order stay in one block for a while: the most recent one needs no
+        // look-up.
+        if head >= 0, nodes[head].offset == offset { return nodes[head].block }
         guard let i = byOffset[offset] else { return nil }
         if head != i {
             unlink(i)
