@@ -49,6 +49,20 @@ struct BatchTests {
         #expect(context.registeredModelCount <= 100)
     }
 
+    @Test func enumerateGivesTheModelsTheBlockFetchedAndLeavesThemRegistered() throws {
+        let context = ModelContext(try filled(10))
+        var fetched: [Item] = []
+        var same = 0
+        try context.enumerate(FetchDescriptor<Item>(), batchSize: 10) { item in
+            // The first call fetches every item: the rest of the batch is registered now.
+            if fetched.isEmpty { fetched = try context.fetch(FetchDescriptor<Item>()) }
+            if fetched.contains(where: { $0 === item }) { same += 1 }
+        }
+        #expect(fetched.count == 10 && same == 10)
+        // Only the model enumerate made itself leaves the identity map after the batch.
+        #expect(context.registeredModelCount == 9)
+    }
+
     @Test func enumerateRefusesEscapingMutationsUnlessAllowed() throws {
         let context = ModelContext(try filled(10))
         #expect(throws: SwiftDataError.escapingMutationsInEnumeration) {

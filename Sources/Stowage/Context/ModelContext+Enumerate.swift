@@ -41,17 +41,27 @@ extension ModelContext {
         while start < ids.count {
             let batch = Array(ids[start..<min(ids.count, start + size)])
             start += size
-            let snapshots = try loadSnapshots(batch.filter { registered[$0] == nil })
+            // Models this context already has, and the snapshots of the others, in order.
+            let existing = batch.map { registered[$0] }
+            var missing: [PersistentIdentifier] = []
+            for (id, model) in zip(batch, existing) where model == nil { missing.append(id) }
+            let snapshots = try loadSnapshotsInOrder(missing)
+            var next = 0
             var loaded: [PersistentIdentifier] = []
-            for id in batch {
+            for (id, found) in zip(batch, existing) {
                 let model: any PersistentModel
-                if let existing = registered[id] {
-                    model = existing
-                } else if let snapshot = snapshots[id] {
-                    model = try materialize(snapshot)
-                    loaded.append(id)
+                if let found {
+                    model = found
                 } else {
-                    continue
+                    defer { next += 1 }
+                    if let registeredMeanwhile = registered[id] {
+                        // The block fetched it already: keep that model, and keep it registered.
+                        model = registeredMeanwhile
+                    } else {
+                        guard let snapshot = snapshots[next] else { continue }
+                        model = try materialize(snapshot)
+                        loaded.append(id)
+                    }
                 }
                 if let typed = model as? T { try block(typed) }
             }

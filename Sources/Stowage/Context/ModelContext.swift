@@ -250,6 +250,16 @@ public final class ModelContext {
         return try? materialize(snapshot)
     }
 
+    /// The stored snapshots of `ids`, in their order (`nil` for a missing record): without
+    /// a dictionary when one store that keeps a ``SnapshotTable`` holds them all.
+    func loadSnapshotsInOrder(_ ids: [PersistentIdentifier]) throws -> [DefaultSnapshot?] {
+        if container.stores.count == 1, let store = container.stores[0] as? any SnapshotTableStore {
+            return try store.withTable { try $0.snapshotsInOrder(for: ids) }
+        }
+        let found = try loadSnapshots(ids)
+        return ids.map { found[$0] }
+    }
+
     /// The stored snapshots of `ids`; missing records are left out.
     /// - Throws: when a store cannot read them (a log store's damaged block): a read that
     ///   fails is an error, never a record that seems to be gone.

@@ -80,6 +80,32 @@ public struct SnapshotTable: Sendable {
         return result
     }
 
+    /// The records for identifiers, in their order: `nil` where one is missing. Unlike
+    /// ``snapshots(for:)`` it builds no dictionary, for reading a batch in order.
+    func snapshotsInOrder(for identifiers: [PersistentIdentifier]) throws -> [DefaultSnapshot?] {
+        var result: [DefaultSnapshot?] = []
+        result.reserveCapacity(identifiers.count)
+        // Identifiers come in runs of one entity: each run's records are looked up once.
+        var name: String?
+        var records: EntityRecords?
+        for id in identifiers {
+            guard let key = id.primaryKey, id.storeIdentifier == storeIdentifier else {
+                result.append(nil)
+                continue
+            }
+            if id.entityName != name {
+                name = id.entityName
+                records = entities[id.entityName]
+            }
+            guard let row = records?.rows.value(forKey: key) else {
+                result.append(nil)
+                continue
+            }
+            result.append(try resolve(row, entity: id.entityName, key: key))
+        }
+        return result
+    }
+
     // MARK: Planning and fetching
 
     /// The plan the table would use for `query`.
