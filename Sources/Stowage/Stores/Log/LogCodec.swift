@@ -238,23 +238,51 @@ struct LogCommit {
 }
 
 /// A commit record's payload, and for version 4 its blocks.
+///
+/// A version 4 payload is encoded after room for the record frame, which ``record(salt:offset:)``
+/// fills in place: a large save's bytes are not copied into a second buffer.
 struct LogEncodedCommit {
-    var payload: [UInt8]
-    /// Version 4: each block as encoded.
+    /// The payload, after `headroom` bytes kept for the frame.
+    var bytes: [UInt8]
+    var headroom: Int
+    /// Version 4: each block as encoded (offsets counted from the start of `bytes`).
     var blocks: [LogEncodedBlock]
     var formatVersion: UInt16
+
+    /// The payload alone.
+    var payload: [UInt8] { headroom == 0 ? bytes : Array(bytes[headroom...]) }
 
     /// The framed record, to be written at `offset`. A version 4 commit is raw: its blocks
     /// are compressed instead, and their locations follow from `offset`.
     func record(salt: UInt64, offset: Int64) -> [UInt8] {
-        LogFormat.frame(type: .commit, payload: payload, salt: salt, offset: offset, compress: formatVersion < 4)
+        var copy = self
+        return copy.takeRecord(salt: salt, offset: offset)
+    }
+
+    /// The framed record, as ``record(salt:offset:)``, framed in the payload's own buffer,
+    /// which this value gives up (its blocks stay, for their locations).
+    mutating func takeRecord(salt: UInt64, offset: Int64) -> [UInt8] {
+        guard formatVersion >= 4, headroom == LogFormat.frameSize else {
+            return LogFormat.frame(
+                type: .commit, payload: payload, salt: salt, offset: offset, compress: formatVersion < 4)
+        }
+        var record: [UInt8] = []
+        swap(&record, &bytes)
+        LogFormat.fillFrame(
+            &record, type: .commit, flags: 0, payloadLength: record.count - headroom, salt: salt, offset: offset)
+        return record
+    }
+
+    /// Where block offsets in `bytes` land in the file once the record is at `offset`.
+    private func fileOffset(_ block: LogEncodedBlock, recordOffset offset: Int64) -> Int64 {
+        offset + Int64(LogFormat.frameSize - headroom + block.offset)
     }
 
     /// Where each write is once the record is at `offset`, in write order (version 4).
     func locations(recordOffset offset: Int64) -> [RecordLocation] {
         var result: [RecordLocation] = []
         for block in blocks {
-            let start = offset + Int64(LogFormat.frameSize + block.offset)
+            let start = fileOffset(block, recordOffset: offset)
             for slot in 0..<block.writes { result.append(RecordLocation(blockOffset: start, slot: slot)) }
         }
         return result
@@ -273,7 +301,7 @@ struct LogEncodedCommit {
             guard let contents = block.contents, first + block.writes <= writes.count else { continue }
             result.append(
                 (
-                    offset + Int64(LogFormat.frameSize + block.offset),
+                    fileOffset(block, recordOffset: offset),
                     CachedBlock(
                         contents: contents, slots: block.slots, decoded: Array(writes[first..<first + block.writes]))
                 ))
@@ -333,7 +361,9 @@ enum LogCodec {
         _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil,
         keepContents: Int = 0
     ) throws -> LogEncodedCommit {
-        var w = LogByteWriter(capacity: 64 + commit.writes.count * 64)
+        let headroom = map.formatVersion >= 4 ? LogFormat.frameSize : 0
+        var w = LogByteWriter(capacity: headroom + 64 + commit.writes.count * 64)
+        w.bytes.append(contentsOf: repeatElement(0, count: headroom))
         w.varint(commit.transactionID)
         w.zigzag(commit.timestamp)
         if let author = commit.author {
@@ -350,7 +380,8 @@ enum LogCodec {
         }
         if map.formatVersion >= 4 {
             let blocks = try encodeBlocks(commit, into: &w, map: map, external: external, keepContents: keepContents)
-            return LogEncodedCommit(payload: w.bytes, blocks: blocks, formatVersion: map.formatVersion)
+            return LogEncodedCommit(
+                bytes: w.bytes, headroom: headroom, blocks: blocks, formatVersion: map.formatVersion)
         }
         w.varint(commit.writes.count)
         for (position, write) in commit.writes.enumerated() {
@@ -359,7 +390,7 @@ enum LogCodec {
                 write.snapshot, key: write.key, entity: write.entity, into: &w, map: map,
                 external: external.map { lookup in { lookup(position, $0) } })
         }
-        return LogEncodedCommit(payload: w.bytes, blocks: [], formatVersion: map.formatVersion)
+        return LogEncodedCommit(bytes: w.bytes, headroom: headroom, blocks: [], formatVersion: map.formatVersion)
     }
 
     /// What a commit's header says, read without decoding its writes: for a version 4

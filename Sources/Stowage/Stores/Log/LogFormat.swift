@@ -94,13 +94,22 @@ enum LogFormat {
             record.reserveCapacity(frameSize + payload.count)
             record.append(contentsOf: payload)
         }
+        fillFrame(&record, type: type, flags: flags, payloadLength: payload.count, salt: salt, offset: offset)
+        return record
+    }
+
+    /// Writes the frame into the first 16 bytes of `record`, whose stored payload follows
+    /// them; `payloadLength` is the payload's length before compression.
+    static func fillFrame(
+        _ record: inout [UInt8], type: RecordType, flags: UInt8, payloadLength: Int, salt: UInt64, offset: Int64
+    ) {
         let storedCount = record.count - frameSize
         var w = LogByteWriter(capacity: frameSize)
         w.u32(UInt32(storedCount))
         w.u8(type.rawValue)
         w.u8(flags)
         w.u16(0)
-        w.u32(UInt32(payload.count))
+        w.u32(UInt32(payloadLength))
         var prefix = LogByteWriter(capacity: 28)
         prefix.u64(salt)
         prefix.u64(UInt64(bitPattern: offset))
@@ -110,7 +119,6 @@ enum LogFormat {
         }
         w.u32(CRC32C.mask(crc))
         record.replaceSubrange(0..<frameSize, with: w.bytes)
-        return record
     }
 
     static func checksum(frame: [UInt8], payload: [UInt8], salt: UInt64, offset: Int64) -> UInt32 {

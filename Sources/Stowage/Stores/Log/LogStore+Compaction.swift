@@ -129,9 +129,9 @@ extension LogStore {
                 try externalFiles.write(values.files)
                 created += values.files.map(\.name)
                 for (slot, reference) in values.slots { external[slot] = reference }
-                let encoded = try LogCodec.encodeCommit(
+                var encoded = try LogCodec.encodeCommit(
                     commit, map: newMap, external: values.references.isEmpty ? nil : { values.references[$0]?[$1] })
-                let record = encoded.record(salt: header.salt, offset: end)
+                let record = encoded.takeRecord(salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
                 if header.version >= 4 {
                     for (write, location) in zip(writes, encoded.locations(recordOffset: end)) {

@@ -249,11 +249,11 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         try externalFiles.write(external.files)
         let start = w.end
         do {
-            let encoded = try LogCodec.encodeCommit(
+            var encoded = try LogCodec.encodeCommit(
                 commit, map: map.with(formatVersion: w.formatVersion),
                 external: external.references.isEmpty ? nil : { external.references[$0]?[$1] },
                 keepContents: located ? configuration.cacheCapacity : 0)
-            try append(&w, type: .commit, payload: encoded.payload, compress: !located)
+            try append(&w, type: .commit, record: encoded.takeRecord(salt: w.salt, offset: w.end))
             if located {
                 // The table holds where the writes are; the cache holds what they are.
                 prepared.storedRows = encoded.locations(recordOffset: start).map { StoredRow.location($0) }
@@ -419,12 +419,21 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     /// Writes one record at the end of the valid prefix. Syncing is the caller's business.
     /// On failure the file is cut back to the prefix, and the in-memory state is unchanged.
-    func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8], compress: Bool = true) throws {
+    func append(_ w: inout WriterState, type: LogFormat.RecordType, payload: [UInt8]) throws {
         guard payload.count <= LogFormat.maximumPayload else {
             throw DataStoreError(
                 .unsupportedFeature, "a record of \(payload.count) bytes is larger than a log record can be")
         }
-        let record = LogFormat.frame(type: type, payload: payload, salt: w.salt, offset: w.end, compress: compress)
+        try append(&w, type: type, record: LogFormat.frame(type: type, payload: payload, salt: w.salt, offset: w.end))
+    }
+
+    /// Writes one framed record (framed for `w.end`), as ``append(_:type:payload:)`` does.
+    func append(_ w: inout WriterState, type: LogFormat.RecordType, record: [UInt8]) throws {
+        guard record.count - LogFormat.frameSize <= LogFormat.maximumPayload else {
+            throw DataStoreError(
+                .unsupportedFeature,
+                "a record of \(record.count - LogFormat.frameSize) bytes is larger than a log record can be")
+        }
         do {
             try fs.write(w.fd, record, at: w.end)
         } catch {
