@@ -64,24 +64,33 @@ extension SnapshotTable {
     /// files of external values are not read unless an index covers one (an old value's
     /// file may already be gone).
     func loadReplaced(_ prepared: inout PreparedSave) throws {
+        var coversExternal: [String: Bool] = [:]
         func load(_ entity: String, _ key: Int64) throws {
             let id = RecordKey(entity: entity, key: key)
             guard prepared.replaced[id] == nil, let row = entities[entity]?.rows.value(forKey: key),
                 case .location(let location) = row, let source
             else { return }
-            let indexed = Set(entities[entity]?.indexes.flatMap(\.columns) ?? [])
-            let external = schema.entitiesByName[entity]?.properties.indices.contains {
-                indexed.contains($0)
-                    && schema.entitiesByName[entity]?.properties[$0].attribute?.options.contains(.externalStorage)
-                        == true
-            }
+            let external = coversExternal[entity] ?? indexesCoverExternalValues(of: entity)
+            coversExternal[entity] = external
             prepared.replaced[id] =
-                external == true
+                external
                 ? try source.snapshot(entity: entity, key: key, at: location)
                 : try source.snapshotWithoutExternalValues(entity: entity, key: key, at: location)
         }
         for (entity, key) in prepared.deletes { try load(entity, key) }
         for (entity, key, _, isInsert) in prepared.writes where !isInsert { try load(entity, key) }
+    }
+
+    /// Whether an index of `entity` covers an `.externalStorage` attribute: then its keys
+    /// need the external values, not only what the log holds.
+    func indexesCoverExternalValues(of entity: String) -> Bool {
+        guard let records = entities[entity], let properties = schema.entitiesByName[entity]?.properties else {
+            return false
+        }
+        let columns = Set(records.indexes.flatMap(\.columns))
+        return properties.contains {
+            columns.contains($0.index) && $0.attribute?.options.contains(.externalStorage) == true
+        }
     }
 
     /// The snapshot a row that `prepared` replaces held, for taking its index entries out.

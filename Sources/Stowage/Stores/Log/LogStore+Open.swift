@@ -417,12 +417,7 @@ extension LogStore {
         table.nextPrimaryKey = max(table.nextPrimaryKey, checkpoint.nextPrimaryKey)
         // An index over an external value needs the value: read it for the writes it covers.
         var indexedExternal: [String: Bool] = [:]
-        for (name, records) in table.entities {
-            let columns = Set(records.indexes.flatMap(\.columns))
-            indexedExternal[name] = schema.entitiesByName[name]?.properties.contains {
-                columns.contains($0.index) && $0.attribute?.options.contains(.externalStorage) == true
-            }
-        }
+        for name in table.entities.keys { indexedExternal[name] = table.indexesCoverExternalValues(of: name) }
         for commit in tail {
             var prepared = SnapshotTable.PreparedSave()
             prepared.deletes = commit.deletes
