@@ -169,6 +169,34 @@ struct LogBlockReadTests {
         #expect(try LogTest.state(store) == expected)
     }
 
+    /// Open cannot see swapped locations in a checkpoint that agrees on its counts
+    /// (`Formats/log.md`); the read that follows one finds another record in the slot and
+    /// says so instead of answering with it.
+    @Test func aSwappedLocationIsCaughtByTheRead() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        do {
+            let (container, store) = try Self.open(directory.storeURL, checkpointOnClose: false)
+            try Self.insertPeople(200, into: container)
+            try store.writer.withLock { w in
+                var checkpoint = try store.withTable {
+                    try LogCheckpoint($0, transactionID: w.lastCommitTransaction, map: store.map, versions: w.versions)
+                }
+                let person = try #require(checkpoint.entities.firstIndex { $0.keys.count == 200 })
+                checkpoint.entities[person].locations?.swapAt(0, 1)
+                try store.append(&w, type: .checkpoint, payload: checkpoint.encode())
+            }
+            store.close()
+        }
+        let (_, store) = try Self.open(directory.storeURL, checkpointOnClose: false)
+        #expect(store.openedFromCheckpoint)
+        let first = PersistentIdentifier.permanent(
+            entityName: "Person", storeIdentifier: store.identifier, primaryKey: 1)
+        let error = #expect(throws: DataStoreError.self) { try store.snapshots(for: [first]) }
+        #expect(error?.code == .corruptStore)
+        #expect(error?.description.contains("holds another record than Person 1") == true)
+    }
+
     @Test func aBlockDamagedAfterOpenFailsTheReadNamingItsOffset() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }

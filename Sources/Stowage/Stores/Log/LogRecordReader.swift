@@ -57,11 +57,15 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         guard location.slot < block.slots.count else {
             throw damaged(location.blockOffset, "it has no slot \(location.slot)")
         }
-        if let decoded = block.decoded[location.slot] {
-            guard decoded.persistentIdentifier.primaryKey == key, decoded.persistentIdentifier.entityName == entity
+        /// A slot must hold the record the key directory says it does.
+        func check(_ snapshot: DefaultSnapshot) throws {
+            guard snapshot.persistentIdentifier.primaryKey == key, snapshot.persistentIdentifier.entityName == entity
             else {
                 throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
             }
+        }
+        if let decoded = block.decoded[location.slot] {
+            try check(decoded)
             return decoded
         }
         var snapshot: DefaultSnapshot
@@ -73,10 +77,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         } catch {
             throw damaged(location.blockOffset, "slot \(location.slot) does not decode: \(error)")
         }
-        guard snapshot.persistentIdentifier.primaryKey == key, snapshot.persistentIdentifier.entityName == entity
-        else {
-            throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
-        }
+        try check(snapshot)
         // Without its external values the snapshot is not the record: it is not cached.
         if !externalValues, !references.isEmpty { return snapshot }
         var externalBytes = 0
