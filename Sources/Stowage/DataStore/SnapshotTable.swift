@@ -23,6 +23,8 @@ public struct SnapshotTable: Sendable {
     /// The store identifier written into permanent identifiers.
     public let storeIdentifier: String
     var entities: [String: EntityRecords] = [:]
+    /// Each entity's scope of permanent identifiers in this store.
+    let scopes: [String: IdentifierScope]
     /// The next primary key to hand out.
     public internal(set) var nextPrimaryKey: Int64 = 1
     /// Reads back the rows held by location; `nil` when every row holds its snapshot.
@@ -30,7 +32,15 @@ public struct SnapshotTable: Sendable {
 
     public init(schema: Schema, storeIdentifier: String) {
         self.schema = schema
-        self.storeIdentifier = storeIdentifier
+        var scopes: [String: IdentifierScope] = [:]
+        for entity in schema.entities {
+            scopes[entity.name] = .interned(
+                entityName: entity.name, storeIdentifier: storeIdentifier, isTemporary: false)
+        }
+        self.scopes = scopes
+        // The interned scope's copy of the string, so that comparing an identifier's store
+        // with this one finds the same buffer and skips comparing bytes.
+        self.storeIdentifier = scopes.values.first?.storeIdentifier ?? storeIdentifier
         for entity in schema.entities {
             var records = EntityRecords()
             for names in entity.uniquenessConstraints {
@@ -201,14 +211,16 @@ public struct SnapshotTable: Sendable {
                 keys.append(pk)
                 return stop.map { keys.count < $0 } ?? true
             }
-            return windowed(keys, plan).map { identifier(query.entity.name, $0) }
+            let scope = scope(query.entity.name)
+            return windowed(keys, plan).map { .permanent(in: scope, primaryKey: $0) }
         }
         if plan.residual == nil, plan.sort.isEmpty, case .fullScan = plan.access {
             // Every record in key order: the keys alone, without copying a snapshot.
             var keys: [Int64] = []
             keys.reserveCapacity(records.rows.count)
             for (key, _) in records.rows { keys.append(key) }
-            return windowed(keys, plan).map { identifier(query.entity.name, $0) }
+            let scope = scope(query.entity.name)
+            return windowed(keys, plan).map { .permanent(in: scope, primaryKey: $0) }
         }
         return try run(query, plan).map(\.persistentIdentifier)
     }
@@ -218,7 +230,12 @@ public struct SnapshotTable: Sendable {
     }
 
     func identifier(_ entityName: String, _ key: Int64) -> PersistentIdentifier {
-        .permanent(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: key)
+        .permanent(in: scope(entityName), primaryKey: key)
+    }
+
+    /// The scope of `entityName`'s permanent identifiers in this store.
+    func scope(_ entityName: String) -> IdentifierScope {
+        scopes[entityName] ?? .interned(entityName: entityName, storeIdentifier: storeIdentifier, isTemporary: false)
     }
 
     func window(_ total: Int, _ plan: QueryPlan) -> Int {

@@ -55,6 +55,20 @@ extension SnapshotSource {
 struct RecordKey: Hashable, Sendable {
     var entity: String
     var key: Int64
+
+    static func == (lhs: RecordKey, rhs: RecordKey) -> Bool {
+        lhs.key == rhs.key && lhs.entity == rhs.entity
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(key)
+    }
+
+    /// Mixes the key alone, without `Hasher`: a save keeps a set and a dictionary of these
+    /// per record, and keys within an entity are distinct (see `PersistentIdentifier`).
+    func _rawHashValue(seed: Int) -> Int {
+        keyHash(UInt64(bitPattern: key), seed: seed)
+    }
 }
 
 extension SnapshotTable {

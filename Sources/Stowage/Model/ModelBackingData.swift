@@ -34,7 +34,7 @@ public final class ModelBackingData {
     public internal(set) var persistentModelID: PersistentIdentifier {
         get {
             if let assignedID { return assignedID }
-            let id = PersistentIdentifier.temporary(entityName: entity.name)
+            let id = PersistentIdentifier.temporary(in: entity.temporaryScope)
             assignedID = id
             return id
         }

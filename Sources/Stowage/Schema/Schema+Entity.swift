@@ -26,6 +26,8 @@ extension Schema {
         nonisolated(unsafe) let persistentModelIDKeyPath: AnyKeyPath
         /// How each property's snapshot value becomes a slot, in schema order.
         let slotKinds: [SlotKind]
+        /// The scope of the entity's temporary identifiers.
+        let temporaryScope: IdentifierScope
 
         enum SlotKind: Sendable {
             case attribute(@Sendable (SnapshotValue) throws -> Any, @Sendable (Any) throws -> SnapshotValue)
@@ -69,6 +71,7 @@ extension Schema {
         ) {
             self.name = name
             self.modelType = modelType
+            self.temporaryScope = .interned(entityName: name, storeIdentifier: nil, isTemporary: true)
             self.persistentModelIDKeyPath = modelType._persistentModelIDKeyPath
             self.slotKinds = properties.map { p in
                 if let relationship = p.relationship { return relationship.isToOne ? .toOne : .toMany }

@@ -186,6 +186,8 @@ struct LogEntityMap: Sendable {
     let external: [[Int]]
     /// The file's format version: external references (tag 0x11) only in version 2.
     let formatVersion: UInt16
+    /// For each entity index, the scope of its permanent identifiers in this store.
+    let scopes: [IdentifierScope]
 
     /// The same map for a file of another format version (after a rewrite).
     func with(formatVersion version: UInt16) -> LogEntityMap {
@@ -206,15 +208,22 @@ struct LogEntityMap: Sendable {
         self.indexByName = indexByName
         self.external = external
         self.formatVersion = formatVersion
+        self.scopes = Self.scopes(names, storeIdentifier)
+    }
+
+    private static func scopes(_ names: [String], _ storeIdentifier: String) -> [IdentifierScope] {
+        names.map { .interned(entityName: $0, storeIdentifier: storeIdentifier, isTemporary: false) }
     }
 
     init(storeIdentifier: String, description: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version) {
-        self.storeIdentifier = storeIdentifier
         self.formatVersion = formatVersion
         external = description.entities.map { entity in
             formatVersion >= 2 ? entity.properties.indices.filter { entity.properties[$0].isExternal } : []
         }
         names = description.entities.map(\.name)
+        scopes = Self.scopes(names, storeIdentifier)
+        // The interned copy, so that comparing an identifier's store with it skips the bytes.
+        self.storeIdentifier = scopes.first?.storeIdentifier ?? storeIdentifier
         propertyCounts = description.entities.map(\.properties.count)
         var byName: [String: Int] = [:]
         for (i, name) in names.enumerated() where byName[name] == nil { byName[name] = i }
@@ -576,7 +585,7 @@ enum LogCodec {
             }
         }
         return DefaultSnapshot(
-            persistentIdentifier: .permanent(entityName: entity, storeIdentifier: map.storeIdentifier, primaryKey: key),
+            persistentIdentifier: .permanent(in: map.scopes[Int(rawIndex)], primaryKey: key),
             values: values)
     }
 
@@ -732,9 +741,9 @@ enum LogCodec {
             }
             return .object(fields)
         case 0x0F:
-            let entity = try entityName(try r.varint(), map)
-            return .identifier(
-                .permanent(entityName: entity, storeIdentifier: map.storeIdentifier, primaryKey: try r.zigzag()))
+            let index = try r.varint()
+            _ = try entityName(index, map)
+            return .identifier(.permanent(in: map.scopes[Int(index)], primaryKey: try r.zigzag()))
         case 0x10:
             let entity = try r.string()
             let store: String?
