@@ -186,4 +186,38 @@ struct ContextTests {
         try container.erase()
         #expect(try context.fetchCount(FetchDescriptor<Trip>()) == 0)
     }
+
+    /// A model's initializer may set its properties in any order; each value must land in
+    /// its own property (the backing data guesses declaration order, then looks names up).
+    @Test func initializersThatSetPropertiesOutOfOrderKeepEachValue() throws {
+        let container = try ModelContainer(
+            for: OutOfOrder.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        let model = OutOfOrder(first: "one", second: 2, third: 3.5, fourth: true)
+        #expect(model.first == "one" && model.second == 2 && model.third == 3.5 && model.fourth)
+        context.insert(model)
+        try context.save()
+        let fetched = try #require(try ModelContext(container).fetch(FetchDescriptor<OutOfOrder>()).first)
+        #expect(fetched.first == "one")
+        #expect(fetched.second == 2)
+        #expect(fetched.third == 3.5)
+        #expect(fetched.fourth)
+        #expect(fetched.fifth == "default")
+    }
+}
+
+@Model
+final class OutOfOrder {
+    var first: String
+    var second: Int
+    var third: Double
+    var fifth = "default"
+    var fourth: Bool
+
+    init(first: String, second: Int, third: Double, fourth: Bool) {
+        self.fourth = fourth
+        self.third = third
+        self.first = first
+        self.second = second
+    }
 }

@@ -114,8 +114,8 @@ public final class ModelContext {
             insertedSet.insert(id)
         }
         data.bindIfNeeded(model)
-        for property in data.entity.properties where property.isRelationship {
-            for ref in data.references(at: property.index) {
+        for index in data.entity.relationshipIndices {
+            for ref in data.references(at: index) {
                 if case .model(let related) = ref, related.persistentBackingData.context == nil,
                     !related.persistentBackingData.isDeleted
                 {
@@ -155,9 +155,9 @@ public final class ModelContext {
     /// Clears a model's relationships on both sides.
     func unlinkAll(_ model: any PersistentModel) {
         let data = model.persistentBackingData
-        for property in data.entity.properties where property.isRelationship {
-            for related in data.resolvedModels(at: property.index) {
-                data.unlinkInverse(of: property.index, on: related, from: data.persistentModelID)
+        for index in data.entity.relationshipIndices {
+            for related in data.resolvedModels(at: index) {
+                data.unlinkInverse(of: index, on: related, from: data.persistentModelID)
             }
         }
     }

@@ -42,6 +42,8 @@ public final class ModelBackingData {
     }
     weak var context: ModelContext?
     var isDeleted = false
+    /// Where the next ``setInitialValue(_:forKey:)`` probably writes: the one after the last.
+    private var initialValueCursor = 0
     /// Relationship slots filled before the model object existed; their inverses are
     /// linked when the model is first used.
     var pendingInverses: [Int] = []
@@ -182,17 +184,21 @@ public final class ModelBackingData {
     /// Stores a value from a property's initial value or the model's `init`, before the
     /// model object is complete. The `@Model` init accessors call this.
     public func setInitialValue<Value>(_ value: Value, forKey name: String) {
-        guard let index = entity.indexByName[name] else { return }
+        let entity = self.entity
+        guard let index = entity.propertyIndex(named: name, guess: initialValueCursor) else { return }
+        initialValueCursor = index + 1
         ensureSlots()
-        let property = entity.properties[index]
-        if let relationship = property.relationship {
-            let models = Self.models(in: value)
-            slots[index] =
-                relationship.isToOne
-                ? .toOne(models.first.map(RelatedReference.init)) : .toMany(models.map(RelatedReference.init))
-            if !models.isEmpty { pendingInverses.append(index) }
-        } else {
+        switch entity.slotKinds[index] {
+        case .attribute:
             slots[index] = .value(value)
+        case .toOne:
+            let models = Self.models(in: value)
+            slots[index] = .toOne(models.first.map(RelatedReference.init))
+            if !models.isEmpty { pendingInverses.append(index) }
+        case .toMany:
+            let models = Self.models(in: value)
+            slots[index] = .toMany(models.map(RelatedReference.init))
+            if !models.isEmpty { pendingInverses.append(index) }
         }
     }
 

@@ -28,6 +28,11 @@ extension Schema {
         let slotKinds: [SlotKind]
         /// The scope of the entity's temporary identifiers.
         let temporaryScope: IdentifierScope
+        /// The positions of the relationships, so that per-model loops over them do not
+        /// copy every property's metadata.
+        let relationshipIndices: [Int]
+        /// The property names in schema order.
+        let propertyNames: [String]
 
         enum SlotKind: Sendable {
             case attribute(@Sendable (SnapshotValue) throws -> Any, @Sendable (Any) throws -> SnapshotValue)
@@ -80,6 +85,8 @@ extension Schema {
             var props = properties
             for i in props.indices { props[i].index = i }
             self.properties = props
+            self.relationshipIndices = props.indices.filter { props[$0].isRelationship }
+            self.propertyNames = props.map(\.name)
             var byName: [String: Int] = [:]
             var byKeyPath: [AnyKeyPath: Int] = [:]
             for (i, p) in props.enumerated() {
@@ -109,6 +116,14 @@ extension Schema {
         /// - Complexity: O(1).
         public func property(for keyPath: AnyKeyPath) -> PropertyMetadata? {
             indexByKeyPath[keyPath].map { properties[$0] }
+        }
+
+        /// The position of the property called `name`. A model's initializer sets its
+        /// properties in declaration order, so the search starts at `guess` and usually
+        /// compares one short string, instead of hashing it.
+        func propertyIndex(named name: String, guess: Int) -> Int? {
+            if guess < propertyNames.count, propertyNames[guess] == name { return guess }
+            return indexByName[name]
         }
 
         var fingerprint: String {
