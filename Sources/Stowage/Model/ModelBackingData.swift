@@ -159,7 +159,7 @@ public final class ModelBackingData {
     // MARK: Attributes
 
     func index(of keyPath: AnyKeyPath) -> Int {
-        guard let index = entity.indexByKeyPath[keyPath] else {
+        guard let index = entity.index(forKeyPath: keyPath) else {
             preconditionFailure("\(entity.name) has no stored property \(keyPath)")
         }
         return index
