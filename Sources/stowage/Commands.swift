@@ -151,7 +151,9 @@ struct Commands {
             c.print()
             let strip = map(log.regions, fileSize: store.fileSize, width: width)
             c.print("map: \(strip.count) columns of \(strip.bytesPerColumn) bytes")
-            c.print("  H header  # live  . dead  C checkpoint  ! damaged")
+            c.print(
+                "  H header  # live  . dead  C checkpoint  ! damaged"
+                    + (log.regions.contains { $0.kind == .reserved } ? "  _ reserved zeros" : ""))
             c.print("  " + strip.text)
         } else if mapWidth != nil {
             c.print()
@@ -290,9 +292,9 @@ struct Commands {
         guard fileSize > 0 else { return ("", 0, 0) }
         let perColumn = max(1, (fileSize + Int64(width) - 1) / Int64(width))
         let columns = Int((fileSize + perColumn - 1) / perColumn)
-        let kinds: [ToolRegion.Kind] = [.damaged, .checkpoint, .header, .live, .dead]
+        let kinds: [ToolRegion.Kind] = [.damaged, .checkpoint, .header, .live, .dead, .reserved]
         let glyph: [ToolRegion.Kind: Character] = [
-            .header: "H", .live: "#", .dead: ".", .checkpoint: "C", .damaged: "!",
+            .header: "H", .live: "#", .dead: ".", .checkpoint: "C", .damaged: "!", .reserved: "_",
         ]
         var text = ""
         var r = 0

@@ -92,11 +92,12 @@ struct LogCompactionTests {
         let length = store.fileLength
         store.close()
         // Reopened with a policy that is due at once, the first save schedules a compaction.
-        // That save makes write 1 and sync 1; the compaction's first write is write 2, its
-        // sync is sync 2 and its rename is rename 1.
+        // That save grows the file (a clean close left no reserved zeros): it makes write 1
+        // (the zeros reserved after its record), write 2 (the record) and sync 1. The compaction's
+        // first write is write 3, its sync is sync 2 and its rename is rename 1.
         let failing = try Self.open(
             directory.storeURL, policy: .init(minimumDeadBytes: 1, deadFraction: 0.1), fileSystem: fileSystem)
-        fileSystem.arm(operation, failOn: operation == .rename ? 1 : 2)
+        fileSystem.arm(operation, failOn: [.rename: 1, .sync: 2, .write: 3][operation] ?? 1)
         _ = try LogTest.insertTrip(failing, "Trigger")
         failing.waitForAutomaticCompaction()
         fileSystem.disarm()

@@ -1103,6 +1103,32 @@ struct StowageToolTests {
         #expect(try Tool.run(["dump", "torn.stowlog"], in: directory).stdout.split(separator: "\n").count == 24)
     }
 
+    /// Zeros after the last record, as a store that crashed leaves its reserved tail
+    /// (`Formats/log.md`, "Writing"), are the end of the log, not damage.
+    @Test func aReservedZeroTailIsNotDamage() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let original = try Data(contentsOf: Tool.sample("trips-v4.stowlog"))
+        let url = directory.appendingPathComponent("crashed.stowlog")
+        try (original + Data(count: 4096)).write(to: url)
+        let verify = try Tool.run(["verify", "crashed.stowlog"], in: directory)
+        #expect(verify.status == 0, "\(verify.transcript)")
+        let inspect = try Tool.run(["inspect", "--map", "--width", "40", "crashed.stowlog"], in: directory)
+        #expect(inspect.status == 0, "\(inspect.transcript)")
+        #expect(inspect.stdout.contains("status: readable to the end"), "\(inspect.stdout)")
+        #expect(inspect.stdout.contains("_ reserved zeros"), "\(inspect.stdout)")
+        #expect(inspect.stdout.contains("_"), "\(inspect.stdout)")
+        #expect(try Tool.run(["history", "crashed.stowlog"], in: directory).status == 0)
+        try original.write(to: directory.appendingPathComponent("clean.stowlog"))
+        let dump = try Tool.run(["dump", "crashed.stowlog"], in: directory)
+        let cleanDump = try Tool.run(["dump", "clean.stowlog"], in: directory)
+        #expect(dump.status == 0 && cleanDump.status == 0)
+        #expect(dump.stdout.replacingOccurrences(of: "crashed", with: "clean") == cleanDump.stdout)
+        // Without the zeros the map has no reserved region.
+        let clean = try Tool.run(["inspect", "--map", "--width", "40", "clean.stowlog"], in: directory)
+        #expect(!clean.stdout.contains("reserved"), "\(clean.stdout)")
+    }
+
     static func hex(_ key: IndexKey) -> String {
         key.bytes.prefix(32).map { String(format: "%02x", $0) }.joined()
             + (key.bytes.count > 32 ? "… (\(key.bytes.count) bytes)" : "")

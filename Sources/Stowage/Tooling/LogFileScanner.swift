@@ -335,7 +335,9 @@ enum LogFileScanner {
             log.commits.reduce(0) { $0 + $1.inserts + $1.updates + $1.deletes }
             - live.values.reduce(0) { $0 + $1.count }
         if offset < size {
-            log.regions.append(ToolRegion(offset: offset, length: size - offset, kind: .damaged))
+            // Replay ended there without damage: the rest is the reserved zero tail.
+            let reserved = store.damage == nil
+            log.regions.append(ToolRegion(offset: offset, length: size - offset, kind: reserved ? .reserved : .damaged))
         }
         log.deadBytes = deadBytes
         log.liveBytes = offset - deadBytes

@@ -151,6 +151,9 @@ package struct ToolRegion: Sendable, Equatable {
         case checkpoint
         /// Bytes after the valid prefix: a torn or damaged tail.
         case damaged
+        /// Zero bytes after the last record that a writer reserved (`Formats/log.md`,
+        /// "Writing"): the end of the log, not damage.
+        case reserved
     }
 
     package var offset: Int64

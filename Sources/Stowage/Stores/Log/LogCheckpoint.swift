@@ -322,6 +322,8 @@ final class LogCheckpointPrefetch: @unchecked Sendable {
             guard let frame = try? fs.read(fd, count: LogFormat.frameSize, at: offset),
                 frame.count == LogFormat.frameSize
             else { break }
+            // Type 0 is no record: the reserved zero tail, or damage that replay reports.
+            guard frame[4] != 0 else { break }
             let stored = Int64(frame[0]) | Int64(frame[1]) << 8 | Int64(frame[2]) << 16 | Int64(frame[3]) << 24
             let next = offset + Int64(LogFormat.frameSize) + stored
             guard next <= fileSize else { break }

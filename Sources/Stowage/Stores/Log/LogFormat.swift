@@ -133,10 +133,26 @@ enum LogFormat {
     enum ReadOutcome {
         /// A valid record: its type, its (decompressed) payload, and the offset after it.
         case record(RecordType, [UInt8], next: Int64)
-        /// The end of the file, exactly.
+        /// The end of the log: the end of the file, or the start of its reserved tail
+        /// (zero bytes from here to the end of the file, `Formats/log.md`, "Writing").
         case end
         /// A torn or damaged record; the reason says which check failed.
         case damaged(String)
+    }
+
+    /// Whether every byte from `offset` to the end of the file is zero: the tail a writer
+    /// reserves ahead of its records (`Formats/log.md`, "Writing"), which ends the log and
+    /// is not damage. Reads at most 1 MiB at a time.
+    static func isReservedTail(_ fs: any LogFileSystem, _ fd: Int32, from offset: Int64, fileSize: Int64) throws -> Bool
+    {
+        var at = offset
+        while at < fileSize {
+            let count = Int(min(fileSize - at, 1 << 20))
+            let bytes = try fs.read(fd, count: count, at: at)
+            guard bytes.count == count, !bytes.contains(where: { $0 != 0 }) else { return false }
+            at += Int64(count)
+        }
+        return true
     }
 
     /// Reads and checks the record at `offset`, in the order `Formats/log.md` gives.
@@ -146,10 +162,16 @@ enum LogFormat {
         if offset == fileSize { return .end }
         let left = fileSize - offset
         guard left >= Int64(frameSize) else {
+            if try isReservedTail(fs, fd, from: offset, fileSize: fileSize) { return .end }
             return .damaged("a torn record: \(left) bytes at offset \(offset), a record frame needs \(frameSize)")
         }
         let frame = try fs.read(fd, count: frameSize, at: offset)
         guard frame.count == frameSize else { return .damaged("the file ended inside the frame at offset \(offset)") }
+        if frame.allSatisfy({ $0 == 0 }),
+            try isReservedTail(fs, fd, from: offset + Int64(frameSize), fileSize: fileSize)
+        {
+            return .end
+        }
         func u32(_ at: Int) -> UInt32 {
             UInt32(frame[at]) | UInt32(frame[at + 1]) << 8 | UInt32(frame[at + 2]) << 16 | UInt32(frame[at + 3]) << 24
         }

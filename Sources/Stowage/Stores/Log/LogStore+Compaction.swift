@@ -186,6 +186,7 @@ extension LogStore {
         w.salt = header.salt
         w.generation = generation
         w.end = end
+        w.fileSize = end
         w.dataStart = dataStart
         w.versions = Int64(source.count)
         w.formatVersion = header.version

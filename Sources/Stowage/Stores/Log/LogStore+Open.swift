@@ -314,6 +314,8 @@ extension LogStore {
             fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
             nextTransactionID: lastTransaction + 1)
         writer.dataStart = commitsStart
+        // A reserved zero tail stays: the next saves write into it.
+        writer.fileSize = report == nil ? size : offset
         writer.versions = versions
         writer.formatVersion = header.version
         writer.checkpointBytes = checkpointBytes

@@ -1,0 +1,124 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+/// The zeros a writer reserves after its last record (`Formats/log.md`, "Writing"): saves
+/// write into them without growing the file, a crash leaves them behind, and opening reads
+/// them as the end of the log in either recovery mode.
+@Suite("LogStore reserved tail")
+struct LogReservedTailTests {
+    static func size(_ url: URL) throws -> Int64 {
+        Int64(try Data(contentsOf: url).count)
+    }
+
+    static func names(_ count: Int) -> [String] { (0..<count).map { "T\($0)" } }
+
+    /// A copy of the store's file while the store is open: what a crash would leave.
+    static func crashCopy(in directory: LogTestDirectory) throws -> URL {
+        let copy = directory.url.appendingPathComponent("crashed.stowlog")
+        try Data(contentsOf: directory.storeURL).write(to: copy)
+        return copy
+    }
+
+    @Test func savesWriteIntoReservedZerosAndCloseCutsThemOff() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let store = try LogTest.open(directory.storeURL)
+        _ = try LogTest.insertTrip(store, "First")
+        let reserved = try Self.size(directory.storeURL)
+        #expect(reserved == store.fileLength + Int64(LogStoreConfiguration(url: directory.storeURL).reservedTail))
+        for name in Self.names(20) { _ = try LogTest.insertTrip(store, name) }
+        // The saves went into the zeros: the file did not grow, and zeros still follow them.
+        #expect(try Self.size(directory.storeURL) == reserved)
+        let bytes = try Data(contentsOf: directory.storeURL)
+        #expect(bytes[Int(store.fileLength)...].allSatisfy { $0 == 0 })
+        let length = store.fileLength
+        store.close()
+        #expect(try Self.size(directory.storeURL) == length)
+        let reopened = try LogTest.open(directory.storeURL, recovery: .strict)
+        #expect(try LogTest.tripNames(reopened) == (["First"] + Self.names(20)).sorted())
+    }
+
+    @Test func aCrashLeavesZerosThatOpenAsTheEndInEitherMode() throws {
+        for recovery in [LogStoreConfiguration.Recovery.strict, .pointInTime] {
+            let directory = LogTestDirectory.fresh()
+            defer { directory.remove() }
+            let store = try LogTest.open(directory.storeURL)
+            for name in Self.names(5) { _ = try LogTest.insertTrip(store, name) }
+            let length = store.fileLength
+            let copy = try Self.crashCopy(in: directory)
+            store.close()
+            let size = try Self.size(copy)
+            #expect(size > length + 1000)
+            let reopened = try LogTest.open(copy, recovery: recovery)
+            #expect(reopened.lastRecovery == nil)
+            #expect(reopened.fileLength == length)
+            #expect(try LogTest.tripNames(reopened) == Self.names(5))
+            // The next saves go into the zeros the crash left.
+            _ = try LogTest.insertTrip(reopened, "After")
+            #expect(try Self.size(copy) == size)
+            reopened.close()
+            let again = try LogTest.open(copy, recovery: .strict)
+            #expect(try LogTest.tripNames(again) == (Self.names(5) + ["After"]).sorted())
+        }
+    }
+
+    @Test func fewerZerosThanAFrameAlsoEndTheLog() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let store = try LogTest.open(directory.storeURL)
+        _ = try LogTest.insertTrip(store, "Only")
+        store.close()
+        let length = try Self.size(directory.storeURL)
+        for count in [1, 7, 15, 16, 17] {
+            var bytes = try Data(contentsOf: directory.storeURL).prefix(Int(length))
+            bytes.append(Data(count: count))
+            try bytes.write(to: directory.storeURL)
+            let reopened = try LogTest.open(directory.storeURL, recovery: .strict)
+            #expect(reopened.lastRecovery == nil, "\(count) zeros")
+            #expect(try LogTest.tripNames(reopened) == ["Only"], "\(count) zeros")
+            reopened.close()
+            #expect(try Self.size(directory.storeURL) == length, "\(count) zeros")
+        }
+    }
+
+    /// A record cut short inside the zeros has bytes that are not zero: a torn tail, which
+    /// point-in-time recovery cuts off and strict recovery refuses, as without the zeros.
+    @Test func aTornRecordInsideTheZerosIsATornTail() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let store = try LogTest.open(directory.storeURL)
+        for name in Self.names(3) { _ = try LogTest.insertTrip(store, name) }
+        let length = store.fileLength
+        let copy = try Self.crashCopy(in: directory)
+        store.close()
+        // The first 10 bytes of a commit's frame, then the zeros that were there.
+        var bytes = try Data(contentsOf: copy)
+        bytes.replaceSubrange(Int(length)..<Int(length) + 10, with: [0x40, 0, 0, 0, 2, 0, 0, 0, 0x40, 0])
+        try bytes.write(to: copy)
+        #expect {
+            _ = try LogTest.open(copy, recovery: .strict)
+        } throws: { error in
+            let error = error as? DataStoreError
+            return error?.code == .corruptStore && error?.message.contains("offset \(length)") == true
+        }
+        let recovered = try LogTest.open(copy, recovery: .pointInTime)
+        #expect(recovered.lastRecovery?.validLength == length)
+        #expect(recovered.lastRecovery?.droppedBytes == Int64(bytes.count) - length)
+        #expect(try LogTest.tripNames(recovered) == Self.names(3))
+    }
+
+    @Test func aZeroReservationLeavesTheFileAtItsLastRecord() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        var configuration = LogTest.configuration(directory.storeURL)
+        configuration.reservedTail = 0
+        let store = try LogStore(configuration, migrationPlan: nil)
+        for name in Self.names(4) {
+            _ = try LogTest.insertTrip(store, name)
+            #expect(try Self.size(directory.storeURL) == store.fileLength)
+        }
+    }
+}
