@@ -28,6 +28,11 @@ public final class ModelBackingData {
     }
     /// The values in schema order; empty until the first write, which sizes it.
     var slots: [Slot]
+    /// The values as fetched, while `slots` is empty: for an entity whose every value was
+    /// checked to decode (`Schema.Entity.lazyChecks`), fetching keeps the store's array
+    /// and a read decodes the one value it needs. The first write moves them to `slots`.
+    /// Stowage's own optimization: a fetched model costs no decoding of values never read.
+    private var fetched: [SnapshotValue] = []
     private var assignedID: PersistentIdentifier?
     /// The model's identifier: a temporary one, made when first asked for, until a store
     /// assigns a permanent one.
@@ -60,11 +65,19 @@ public final class ModelBackingData {
 
     /// The slot at `index`, `.unset` when nothing was written yet.
     func slot(_ index: Int) -> Slot {
-        index < slots.count ? slots[index] : .unset
+        if index < slots.count { return slots[index] }
+        guard index < fetched.count, case .attribute(let decode, _) = entity.slotKinds[index] else { return .unset }
+        // The value passed its check when fetched, so this decode does not fail.
+        return (try? decode(fetched[index])).map(Slot.value) ?? .unset
     }
 
-    /// Sizes the slots before a write.
+    /// Sizes the slots before a write, decoding the values as fetched into them.
     func ensureSlots() {
+        if !fetched.isEmpty {
+            let decoded = fetched.indices.map(slot)
+            fetched = []
+            slots = decoded
+        }
         let count = entity.properties.count
         if slots.count < count { slots.append(contentsOf: repeatElement(.unset, count: count - slots.count)) }
     }
@@ -88,6 +101,12 @@ public final class ModelBackingData {
                 .modelValidationFailure,
                 "\(entity.name): the snapshot has \(snapshot.values.count) values, the schema \(kinds.count)")
         }
+        if let checks = entity.lazyChecks, zip(checks, snapshot.values).allSatisfy({ $0.accepts($1) }) {
+            fetched = snapshot.values
+            slots = []
+            return
+        }
+        fetched = []
         var newSlots: [Slot] = []
         newSlots.reserveCapacity(kinds.count)
         for (index, kind) in kinds.enumerated() {

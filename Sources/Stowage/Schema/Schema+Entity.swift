@@ -33,6 +33,10 @@ extension Schema {
         let relationshipIndices: [Int]
         /// The property names in schema order.
         let propertyNames: [String]
+        /// For an entity of attributes only, each of a type with fast conversions: the check
+        /// that a stored value decodes. A model of such an entity keeps the values it was
+        /// fetched with and decodes each on read (`ModelBackingData`). `nil` otherwise.
+        let lazyChecks: [PropertyCodec.CaseCheck]?
 
         enum SlotKind: Sendable {
             case attribute(@Sendable (SnapshotValue) throws -> Any, @Sendable (Any) throws -> SnapshotValue)
@@ -110,6 +114,8 @@ extension Schema {
             self.properties = props
             self.relationshipIndices = props.indices.filter { props[$0].isRelationship }
             self.propertyNames = props.map(\.name)
+            let checks = props.compactMap { $0.isRelationship ? nil : $0.caseCheck }
+            self.lazyChecks = checks.count == props.count ? checks : nil
             var byName: [String: Int] = [:]
             var byKeyPath: [AnyKeyPath: Int] = [:]
             for (i, p) in props.enumerated() {

@@ -82,3 +82,57 @@ extension _OptionalValue {
         value as? Self
     }
 }
+
+extension PropertyCodec {
+    /// Which stored values the fast conversion of a property's type decodes: exactly the
+    /// values for which ``fast(_:)``'s decode gives a value. A model whose every value
+    /// passes can keep the values as fetched and decode each one when it is read, without
+    /// a decode that could fail at that point (`ModelBackingData`).
+    struct CaseCheck: Sendable, Hashable {
+        enum Leaf: Sendable, Hashable {
+            case string, int, int32, int64, double, float, bool, date, uuid, data, url, decimal
+        }
+        let leaf: Leaf
+        /// `Optional` of the leaf type: `.null` decodes too.
+        let isOptional: Bool
+
+        func accepts(_ value: SnapshotValue) -> Bool {
+            switch (leaf, value) {
+            case (_, .null): isOptional
+            case (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
+                (.date, .date), (.uuid, .uuid), (.data, .data), (.url, .url), (.decimal, .decimal):
+                true
+            case (.int, .int(let v)): Int(exactly: v) != nil
+            case (.int32, .int(let v)): Int32(exactly: v) != nil
+            default: false
+            }
+        }
+    }
+
+    /// The check for `Value`, when ``fast(_:)`` has conversions for it.
+    static func caseCheck<Value>(_ type: Value.Type) -> CaseCheck? {
+        if let leaf = leafCase(type) { return CaseCheck(leaf: leaf, isOptional: false) }
+        if let optional = type as? any _OptionalValue.Type, let leaf = leafCase(optional._wrappedType) {
+            return CaseCheck(leaf: leaf, isOptional: true)
+        }
+        return nil
+    }
+
+    private static func leafCase(_ type: Any.Type) -> CaseCheck.Leaf? {
+        switch type {
+        case is String.Type: .string
+        case is Int.Type: .int
+        case is Int64.Type: .int64
+        case is Int32.Type: .int32
+        case is Double.Type: .double
+        case is Float.Type: .float
+        case is Bool.Type: .bool
+        case is Date.Type: .date
+        case is UUID.Type: .uuid
+        case is Data.Type: .data
+        case is URL.Type: .url
+        case is Decimal.Type: .decimal
+        default: nil
+        }
+    }
+}

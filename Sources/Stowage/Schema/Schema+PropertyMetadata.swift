@@ -32,6 +32,9 @@ extension Schema {
 
         let encode: @Sendable (Any) throws -> SnapshotValue
         let decode: @Sendable (SnapshotValue) throws -> Any
+        /// The stored values `decode` turns into the property's type without fail, when its
+        /// type has fast conversions and no transformer.
+        var caseCheck: PropertyCodec.CaseCheck?
 
         /// Whether the property is a relationship.
         public var isRelationship: Bool { relationship != nil }
@@ -84,7 +87,7 @@ extension Schema.PropertyMetadata {
         let transformer = attribute?.transformerType
         let isOptional = Value.self is any _OptionalValue.Type
         let fast = transformer == nil ? PropertyCodec.fast(Value.self) : nil
-        return Schema.PropertyMetadata(
+        var property = Schema.PropertyMetadata(
             name: name, keypath: keyPath, defaultValue: defaultValue,
             attribute: attribute ?? Schema.Attribute(), relationship: nil,
             typeName: typeName(Value.self), isOptional: isOptional,
@@ -98,6 +101,8 @@ extension Schema.PropertyMetadata {
                 if let transformer { return try reverseTransform(snapshot, Value.self, with: transformer) }
                 return try decodeValue(Value.self, from: snapshot)
             })
+        if fast != nil { property.caseCheck = PropertyCodec.caseCheck(Value.self) }
+        return property
     }
 
     /// Describes an attribute whose type is not Codable; it must name a transformer
