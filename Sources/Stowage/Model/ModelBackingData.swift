@@ -187,10 +187,36 @@ public final class ModelBackingData {
     func attributeValue<Value>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel) -> Value {
         bindIfNeeded(owner)
         let index = index(of: keyPath)
+        if slots.isEmpty, index < fetched.count, let value = Self.decodeDirectly(fetched[index], as: Value.self) {
+            return value
+        }
         if case .value(let any) = slot(index), let value = any as? Value { return value }
         if let value = entity.properties[index].defaultValue as? Value { return value }
         if let none = (Value.self as? any _OptionalValue.Type)?._none as? Value { return none }
         preconditionFailure("\(entity.name).\(entity.properties[index].name) was read before it was set")
+    }
+
+    /// The common leaf types straight from a fetched value, without boxing it in `Any` or
+    /// casting it: a metatype comparison picks the type. `nil` for anything else, which
+    /// then takes the property's own conversion.
+    @inline(__always)
+    static func decodeDirectly<Value>(_ value: SnapshotValue, as type: Value.Type) -> Value? {
+        func exactly<T>(_ value: T) -> Value? {
+            if Value.self == T.self { return unsafeBitCast(value, to: Value.self) }
+            if Value.self == T?.self { return unsafeBitCast(T?.some(value), to: Value.self) }
+            return nil
+        }
+        switch value {
+        case .string(let v): return exactly(v)
+        case .double(let v): return exactly(v)
+        case .int(let v):
+            return exactly(v) ?? (Value.self == Int.self || Value.self == Int?.self ? exactly(Int(v)) : nil)
+        case .bool(let v): return exactly(v)
+        case .date(let v): return exactly(v)
+        case .uuid(let v): return exactly(v)
+        case .data(let v): return exactly(v)
+        default: return nil
+        }
     }
 
     func setAttributeValue<Value>(_ keyPath: AnyKeyPath, _ value: Value, owner: any PersistentModel) {

@@ -52,7 +52,15 @@ extension Schema {
         /// property by pointer instead of hashing the key path's components (about a
         /// third of the time of reading a property). Each entry keeps its key path alive,
         /// so that its address cannot be reused by another; at most 512 are kept.
-        private let keyPathObjects = Mutex<[ObjectIdentifier: HeldKeyPath]>([:])
+        private let keyPathObjects = Mutex<[KeyPathObject: HeldKeyPath]>([:])
+
+        /// A key path object's address, hashed with one mix instead of `Hasher`.
+        private struct KeyPathObject: Hashable {
+            let id: ObjectIdentifier
+            func _rawHashValue(seed: Int) -> Int {
+                keyHash(UInt64(UInt(bitPattern: id)), seed: seed)
+            }
+        }
 
         /// A key path and its property's position. Key paths are immutable.
         private struct HeldKeyPath: @unchecked Sendable {
@@ -62,7 +70,7 @@ extension Schema {
 
         /// The position of the stored property `keyPath` names.
         func index(forKeyPath keyPath: AnyKeyPath) -> Int? {
-            let object = ObjectIdentifier(keyPath)
+            let object = KeyPathObject(id: ObjectIdentifier(keyPath))
             if let index = keyPathObjects.withLock({ $0[object]?.index }) { return index }
             guard let index = indexByKeyPath[keyPath] else { return nil }
             keyPathObjects.withLock { cache in
