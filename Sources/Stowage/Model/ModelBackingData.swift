@@ -187,36 +187,70 @@ public final class ModelBackingData {
     func attributeValue<Value>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel) -> Value {
         bindIfNeeded(owner)
         let index = index(of: keyPath)
-        if slots.isEmpty, index < fetched.count, let value = Self.decodeDirectly(fetched[index], as: Value.self) {
-            return value
-        }
+        guard slots.isEmpty, index < fetched.count else { return storedAttributeValue(index, as: Value.self) }
+        // No `Value?` on this path: in generic code each one looks up `Optional<Value>`'s
+        // metadata in the runtime's cache.
+        return Self.decodeDirectly(fetched[index], as: Value.self) { storedAttributeValue(index, as: Value.self) }
+    }
+
+    /// The value at `index` through the slot and the property's conversion.
+    @inline(never)
+    private func storedAttributeValue<Value>(_ index: Int, as type: Value.Type) -> Value {
         if case .value(let any) = slot(index), let value = any as? Value { return value }
         if let value = entity.properties[index].defaultValue as? Value { return value }
         if let none = (Value.self as? any _OptionalValue.Type)?._none as? Value { return none }
         preconditionFailure("\(entity.name).\(entity.properties[index].name) was read before it was set")
     }
 
-    /// The common leaf types straight from a fetched value, without boxing it in `Any` or
-    /// casting it: a metatype comparison picks the type. `nil` for anything else, which
-    /// then takes the property's own conversion.
+    /// A fetched value of a common leaf type, without boxing it in `Any` or casting it: a
+    /// metatype comparison picks the type. Anything else takes `otherwise`, the property's
+    /// own conversion. The optional types' metadata is looked up once (`OptionalTypes`),
+    /// not on every read.
     @inline(__always)
-    static func decodeDirectly<Value>(_ value: SnapshotValue, as type: Value.Type) -> Value? {
-        func exactly<T>(_ value: T) -> Value? {
-            if Value.self == T.self { return unsafeBitCast(value, to: Value.self) }
-            if Value.self == T?.self { return unsafeBitCast(T?.some(value), to: Value.self) }
-            return nil
-        }
+    static func decodeDirectly<Value>(
+        _ value: SnapshotValue, as type: Value.Type, otherwise: () -> Value
+    ) -> Value {
         switch value {
-        case .string(let v): return exactly(v)
-        case .double(let v): return exactly(v)
+        case .string(let v):
+            if Value.self == String.self { return unsafeBitCast(v, to: Value.self) }
+            if Value.self == OptionalTypes.string { return unsafeBitCast(String?.some(v), to: Value.self) }
+        case .double(let v):
+            if Value.self == Double.self { return unsafeBitCast(v, to: Value.self) }
+            if Value.self == OptionalTypes.double { return unsafeBitCast(Double?.some(v), to: Value.self) }
         case .int(let v):
-            return exactly(v) ?? (Value.self == Int.self || Value.self == Int?.self ? exactly(Int(v)) : nil)
-        case .bool(let v): return exactly(v)
-        case .date(let v): return exactly(v)
-        case .uuid(let v): return exactly(v)
-        case .data(let v): return exactly(v)
-        default: return nil
+            if Value.self == Int.self { return unsafeBitCast(Int(v), to: Value.self) }
+            if Value.self == OptionalTypes.int { return unsafeBitCast(Int?.some(Int(v)), to: Value.self) }
+            if Value.self == Int64.self { return unsafeBitCast(v, to: Value.self) }
+            if Value.self == OptionalTypes.int64 { return unsafeBitCast(Int64?.some(v), to: Value.self) }
+        case .bool(let v):
+            if Value.self == Bool.self { return unsafeBitCast(v, to: Value.self) }
+            if Value.self == OptionalTypes.bool { return unsafeBitCast(Bool?.some(v), to: Value.self) }
+        case .date(let v):
+            if Value.self == Date.self { return unsafeBitCast(v, to: Value.self) }
+            if Value.self == OptionalTypes.date { return unsafeBitCast(Date?.some(v), to: Value.self) }
+        case .uuid(let v):
+            if Value.self == UUID.self { return unsafeBitCast(v, to: Value.self) }
+            if Value.self == OptionalTypes.uuid { return unsafeBitCast(UUID?.some(v), to: Value.self) }
+        case .data(let v):
+            if Value.self == Data.self { return unsafeBitCast(v, to: Value.self) }
+            if Value.self == OptionalTypes.data { return unsafeBitCast(Data?.some(v), to: Value.self) }
+        default:
+            break
         }
+        return otherwise()
+    }
+
+    /// `Optional` metatypes, made once: naming `String?.self` in a function looks its
+    /// metadata up in the runtime's cache each time.
+    enum OptionalTypes {
+        static let string: Any.Type = String?.self
+        static let double: Any.Type = Double?.self
+        static let int: Any.Type = Int?.self
+        static let int64: Any.Type = Int64?.self
+        static let bool: Any.Type = Bool?.self
+        static let date: Any.Type = Date?.self
+        static let uuid: Any.Type = UUID?.self
+        static let data: Any.Type = Data?.self
     }
 
     func setAttributeValue<Value>(_ keyPath: AnyKeyPath, _ value: Value, owner: any PersistentModel) {
