@@ -36,6 +36,7 @@ extension ModelContext {
         var plain = descriptor
         plain.includePendingChanges = false
         let ids = try fetchIdentifiers(plain)
+        let entity = try route(T.self).0
         let size = max(1, batchSize)
         var start = 0
         while start < ids.count {
@@ -59,7 +60,7 @@ extension ModelContext {
                         model = registeredMeanwhile
                     } else {
                         guard let snapshot = snapshots[next] else { continue }
-                        model = try materialize(snapshot)
+                        model = try materialize(snapshot, entity: entity)
                         loaded.append(id)
                     }
                 }

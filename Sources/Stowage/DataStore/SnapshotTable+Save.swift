@@ -38,11 +38,23 @@ extension SnapshotTable {
         let expectedClaims = Swift.min(request.inserted.count + request.updated.count, 1 << 20)
         var released: [String: [Set<IndexKey>]] = [:]
 
+        // Snapshots come in runs of one entity: the last one found is tried first, by its
+        // identifiers' scope, without hashing the entity's name.
+        var lastFound: (scope: ObjectIdentifier, entity: Schema.Entity)?
         func entity(_ snapshot: DefaultSnapshot) throws -> Schema.Entity {
+            let scope = ObjectIdentifier(snapshot.persistentIdentifier.scope)
             let name = snapshot.persistentIdentifier.entityName
-            guard let entity = schema.entitiesByName[name], entities[name] != nil else {
-                throw SwiftDataError(.unknownModelType, "\(name) is not in the store's schema")
+            let found: Schema.Entity
+            if let lastFound, lastFound.scope == scope {
+                found = lastFound.entity
+            } else {
+                guard let entity = schema.entitiesByName[name], entities[name] != nil else {
+                    throw SwiftDataError(.unknownModelType, "\(name) is not in the store's schema")
+                }
+                lastFound = (scope, entity)
+                found = entity
             }
+            let entity = found
             guard snapshot.values.count == entity.properties.count else {
                 throw SwiftDataError(
                     .modelValidationFailure,
