@@ -32,11 +32,21 @@ extension SnapshotTable {
     public func prepare(_ request: DataStoreSaveChangesRequest) throws -> PreparedSave {
         var prepared = PreparedSave()
         var nextKey = nextPrimaryKey
-        var deletedKeys: [String: Set<Int64>] = [:]
-        // Unique keys claimed and released by this save, over the stored indexes.
-        var claimed: [String: [[IndexKey: Int64]]] = [:]
+        // What this save does to each entity so far: the keys it deletes, and the unique
+        // keys it claims and releases over the stored indexes. One object per entity, found
+        // by identity for runs of one entity, so that no record hashes the entity's name.
+        var states: [String: PrepareState] = [:]
+        var lastState: (entity: Schema.Entity, state: PrepareState)?
         let expectedClaims = Swift.min(request.inserted.count + request.updated.count, 1 << 20)
-        var released: [String: [Set<IndexKey>]] = [:]
+        func state(_ entity: Schema.Entity) -> PrepareState {
+            if let lastState, lastState.entity === entity { return lastState.state }
+            let state =
+                states[entity.name]
+                ?? PrepareState(records: entities[entity.name], scope: scope(entity.name))
+            states[entity.name] = state
+            lastState = (entity, state)
+            return state
+        }
 
         // Snapshots come in runs of one entity: the last one found is tried first, by its
         // identifiers' scope, without hashing the entity's name.
@@ -63,37 +73,43 @@ extension SnapshotTable {
             return entity
         }
         func uniqueKeys(_ entity: Schema.Entity, _ snapshot: DefaultSnapshot) -> [IndexKey] {
-            guard let records = entities[entity.name] else { return [] }
+            guard let records = state(entity).records else { return [] }
             return records.uniqueIndex.map { records.indexes[$0].tupleKey(snapshot) }
         }
         func owner(_ entity: Schema.Entity, _ constraint: Int, _ key: IndexKey) -> Int64? {
-            if let pk = claimed[entity.name]?[constraint][key] { return pk }
-            if released[entity.name]?[constraint].contains(key) == true { return nil }
-            guard let records = entities[entity.name],
+            let state = state(entity)
+            if constraint < state.claimed.count {
+                if let pk = state.claimed[constraint][key] { return pk }
+                if state.released[constraint].contains(key) { return nil }
+            }
+            guard let records = state.records,
                 let pk = records.indexes[records.uniqueIndex[constraint]].tree.value(forKey: key)
             else { return nil }
-            return deletedKeys[entity.name]?.contains(pk) == true ? nil : pk
+            return state.deletedKeys.contains(pk) ? nil : pk
         }
-        func ensure(_ entity: Schema.Entity, _ count: Int) {
-            if claimed[entity.name] == nil {
+        func ensure(_ state: PrepareState, _ count: Int) {
+            if state.claimed.isEmpty {
                 var maps: [[IndexKey: Int64]] = Array(repeating: [:], count: count)
                 for i in maps.indices { maps[i].reserveCapacity(expectedClaims) }
-                claimed[entity.name] = maps
-                released[entity.name] = Array(repeating: [], count: count)
+                state.claimed = maps
+                state.released = Array(repeating: [], count: count)
             }
         }
         func claim(_ entity: Schema.Entity, _ keys: [IndexKey], _ pk: Int64) {
-            ensure(entity, keys.count)
+            let state = state(entity)
+            ensure(state, keys.count)
             for (i, key) in keys.enumerated() {
-                claimed[entity.name]?[i][key] = pk
-                released[entity.name]?[i].remove(key)
+                state.claimed[i][key] = pk
+                // Most saves release nothing: no need to hash the key again.
+                if !state.released[i].isEmpty { state.released[i].remove(key) }
             }
         }
         func release(_ entity: Schema.Entity, _ keys: [IndexKey]) {
-            ensure(entity, keys.count)
+            let state = state(entity)
+            ensure(state, keys.count)
             for (i, key) in keys.enumerated() {
-                claimed[entity.name]?[i][key] = nil
-                released[entity.name]?[i].insert(key)
+                state.claimed[i][key] = nil
+                state.released[i].insert(key)
             }
         }
         func violation(_ entity: Schema.Entity, _ constraint: Int, _ snapshot: DefaultSnapshot) -> SwiftDataError {
@@ -111,9 +127,9 @@ extension SnapshotTable {
             let id = snapshot.persistentIdentifier
             guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
                 let stored = try stored(entity.name, pk),
-                deletedKeys[entity.name]?.contains(pk) != true
+                !state(entity).deletedKeys.contains(pk)
             else { continue }
-            deletedKeys[entity.name, default: []].insert(pk)
+            state(entity).deletedKeys.insert(pk)
             prepared.deletes.append((entity.name, pk))
             prepared.storedDeletes.append(id)
             if !entity.uniquenessConstraints.isEmpty { release(entity, uniqueKeys(entity, stored)) }
@@ -140,7 +156,7 @@ extension SnapshotTable {
             }
             let permanent: PersistentIdentifier
             if let target {
-                permanent = identifier(entity.name, target)
+                permanent = .permanent(in: state(entity).scope, primaryKey: target)
                 // The values it replaces no longer hold their unique keys.
                 if let previous = finalValues[permanent] {
                     release(
@@ -158,7 +174,7 @@ extension SnapshotTable {
             } else {
                 let pk = nextKey
                 nextKey += 1
-                permanent = identifier(entity.name, pk)
+                permanent = .permanent(in: state(entity).scope, primaryKey: pk)
                 finalValues[permanent] = (entity, pk, snapshot.values, true)
                 writeOrder.append(permanent)
             }
@@ -171,8 +187,8 @@ extension SnapshotTable {
             let entity = try entity(snapshot)
             let id = prepared.remapped[snapshot.persistentIdentifier] ?? snapshot.persistentIdentifier
             guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
-                entities[entity.name]?.rows.value(forKey: pk) != nil || finalValues[id] != nil,
-                deletedKeys[entity.name]?.contains(pk) != true
+                state(entity).records?.rows.value(forKey: pk) != nil || finalValues[id] != nil,
+                !state(entity).deletedKeys.contains(pk)
             else { continue }
             if !entity.uniquenessConstraints.isEmpty {
                 let previous =
@@ -314,5 +330,24 @@ extension SnapshotTable {
         let source = self.source
         self = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
         self.source = source
+    }
+}
+
+/// One entity's part of ``SnapshotTable/prepare(_:)``: its stored records, and what the
+/// save does to them so far.
+final class PrepareState {
+    let records: SnapshotTable.EntityRecords?
+    let scope: IdentifierScope
+    // Only `prepare` touches one, on one thread: no dynamic exclusivity checks.
+    /// Primary keys the save deletes.
+    @exclusivity(unchecked) var deletedKeys: Set<Int64> = []
+    /// For each uniqueness constraint, the keys the save gives to a record, and those it
+    /// takes from the stored records; empty until the first claim or release.
+    @exclusivity(unchecked) var claimed: [[IndexKey: Int64]] = []
+    @exclusivity(unchecked) var released: [Set<IndexKey>] = []
+
+    init(records: SnapshotTable.EntityRecords?, scope: IdentifierScope) {
+        self.records = records
+        self.scope = scope
     }
 }
