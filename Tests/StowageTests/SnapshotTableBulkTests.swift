@@ -1,4 +1,5 @@
 import Foundation
+import IndexKey
 import StowageTestSupport
 import Testing
 
@@ -65,5 +66,29 @@ struct SnapshotTableBulkTests {
             DataStoreSaveChangesRequest(
                 editingState: EditingState(), inserted: Array(all.prefix(1)), updated: [], deleted: []))
         #expect(again.writes.map(\.key) == [1] && again.writes.map(\.isInsert) == [false])
+    }
+
+    /// The bulk load's sort compares an 8-byte prefix after the bytes all keys share, and
+    /// bytes only on ties: it must order exactly as the keys' own order, ties by position.
+    @Test func sortedOrderMatchesTheKeysOwnOrder() {
+        var rng = SystemRandomNumberGenerator()
+        let shapes: [[[UInt8]]] = [
+            // Keys that are prefixes of each other, with zero bytes where padding would go.
+            [[1, 2], [1, 2, 0], [1, 2, 0, 0], [1], [], [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1], [1, 2, 0, 0]],
+            // A long shared prefix, then differences past the first 8 bytes after it.
+            (0..<300).map { i in [7, 7, 7, 7, 7] + [UInt8](repeating: 3, count: 9) + [UInt8(i % 13), UInt8(i % 5)] },
+            // Random keys of random lengths over a small alphabet: many ties and prefixes.
+            (0..<2000).map { _ in
+                (0..<Int.random(in: 0...12, using: &rng)).map { _ in UInt8.random(in: 0...2, using: &rng) }
+            },
+        ]
+        for shape in shapes {
+            let keys = shape.map { IndexKey(bytes: $0) }
+            let expected: [Int] = keys.indices.sorted { (a: Int, b: Int) -> Bool in
+                if keys[a] != keys[b] { return keys[a] < keys[b] }
+                return a < b
+            }
+            #expect(SnapshotTable.sortedOrder(of: keys) == expected)
+        }
     }
 }

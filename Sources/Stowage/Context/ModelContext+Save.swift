@@ -19,10 +19,16 @@ extension ModelContext {
         var inserted: [Int: [DefaultSnapshot]] = [:]
         var updated: [Int: [DefaultSnapshot]] = [:]
         var deleted: [Int: [DefaultSnapshot]] = [:]
+        // Identifiers come in runs of one entity: the last one's store is tried first, by
+        // the identifier's scope, without hashing the entity's name.
+        var lastStore: (scope: ObjectIdentifier, index: Int)?
         func storeIndex(_ id: PersistentIdentifier) throws -> Int {
+            let scope = ObjectIdentifier(id.scope)
+            if let lastStore, lastStore.scope == scope { return lastStore.index }
             guard let index = container.storeForEntity[id.entityName] else {
                 throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
             }
+            lastStore = (scope, index)
             return index
         }
         for id in insertedOrder {

@@ -126,7 +126,7 @@ extension ModelBackingData {
 
     /// Rewrites references to models that now have permanent identifiers as identifiers.
     func settleReferences() {
-        for index in slots.indices {
+        for index in entity.relationshipIndices where index < slots.count {
             switch slots[index] {
             case .toOne(.some(.model(let model))) where !model.persistentModelID.isTemporary:
                 slots[index] = .toOne(.id(model.persistentModelID))

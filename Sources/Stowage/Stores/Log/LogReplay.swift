@@ -226,8 +226,7 @@ extension SnapshotTable {
     /// stable sort keeps the later one, as applying saves would. The keys are compared in
     /// one flat buffer, which spares the sort a retain and release per comparison.
     static func sortedOrder(of keys: [IndexKey]) -> [Int] {
-        var order = Array(keys.indices)
-        if zip(keys, keys.dropFirst()).allSatisfy({ !($1 < $0) }) { return order }
+        if zip(keys, keys.dropFirst()).allSatisfy({ !($1 < $0) }) { return Array(keys.indices) }
         var flat: [UInt8] = []
         flat.reserveCapacity(keys.count * 24)
         var offsets: [Int] = []
@@ -237,10 +236,35 @@ extension SnapshotTable {
             flat.append(contentsOf: key.bytes)
         }
         offsets.append(flat.count)
+        // Most comparisons are settled by 8 bytes after the prefix every key shares (a
+        // type tag, a common word), read as one big-endian integer; only ties compare bytes.
+        var shared = keys.first?.bytes.count ?? 0
+        if let first = keys.first?.bytes {
+            for key in keys.dropFirst() where shared > 0 {
+                let bytes = key.bytes
+                var n = 0
+                let limit = min(shared, bytes.count)
+                while n < limit, bytes[n] == first[n] { n += 1 }
+                shared = n
+            }
+        }
+        var entries: [(prefix: UInt64, index: Int)] = []
+        entries.reserveCapacity(keys.count)
+        for (index, key) in keys.enumerated() {
+            var prefix: UInt64 = 0
+            let bytes = key.bytes
+            for i in shared..<shared + 8 {
+                prefix = prefix << 8 | UInt64(i < bytes.count ? bytes[i] : 0)
+            }
+            entries.append((prefix, index))
+        }
         flat.withUnsafeBufferPointer { bytes in
             offsets.withUnsafeBufferPointer { start in
                 guard let base = bytes.baseAddress else { return }
-                order.sort { a, b in
+                entries.sort { x, y in
+                    if x.prefix != y.prefix { return x.prefix < y.prefix }
+                    let a = x.index
+                    let b = y.index
                     let lengthA = start[a + 1] - start[a]
                     let lengthB = start[b + 1] - start[b]
                     let common = min(lengthA, lengthB)
@@ -252,7 +276,7 @@ extension SnapshotTable {
                 }
             }
         }
-        return order
+        return entries.map(\.index)
     }
 }
 
