@@ -90,6 +90,52 @@ struct LazyValueTests {
         }
     }
 
+    /// Values written by the app are kept encoded when their type is a common one; reads
+    /// before any save, and the snapshot a save takes, must see exactly what was written.
+    @Test func writtenValuesReadBackBeforeAndAfterASave() throws {
+        let context = ModelContext(
+            try ModelContainer(for: Gauge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
+        let gauge = Self.filled()
+        Self.expectFilled(gauge)
+        gauge.note = nil
+        gauge.level = nil
+        #expect(gauge.note == nil && gauge.level == nil)
+        gauge.note = "again"
+        gauge.level = -1
+        context.insert(gauge)
+        let snapshot = try context.snapshotForTesting(gauge)
+        let entity = try #require(Schema([Gauge.self]).entitiesByName["Gauge"])
+        #expect(snapshot.value(forKey: "note", in: entity) == .string("again"))
+        #expect(snapshot.value(forKey: "level", in: entity) == .int(-1))
+        #expect(snapshot.value(forKey: "count", in: entity) == .int(-42))
+        #expect(snapshot.value(forKey: "small", in: entity) == .int(70_000))
+        #expect(snapshot.value(forKey: "when", in: entity) == .date(Self.date))
+        try context.save()
+        gauge.note = "n"
+        gauge.level = 7
+        Self.expectFilled(gauge)
+    }
+
+    /// A property with a transformer never takes the direct encoding, even when its type
+    /// is a common one: its value is stored as the transformer's data.
+    @Test func aTransformedStringGoesThroughItsTransformer() throws {
+        let container = try ModelContainer(
+            for: Shouter.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let entity = try #require(container.schema.entitiesByName["Shouter"])
+        #expect(entity.lazyChecks == nil)
+        let context = ModelContext(container)
+        let shouter = Shouter(word: "quiet", plain: "plain")
+        #expect(shouter.word == "quiet")
+        context.insert(shouter)
+        let snapshot = try context.snapshotForTesting(shouter)
+        #expect(snapshot.value(forKey: "word", in: entity) == .data(Data("QUIET".utf8)))
+        #expect(snapshot.value(forKey: "plain", in: entity) == .string("plain"))
+        try context.save()
+        let fetched = try #require(try ModelContext(container).fetch(FetchDescriptor<Shouter>()).first)
+        #expect(fetched.word == "quiet")
+        #expect(fetched.plain == "plain")
+    }
+
     @Test func aValueOfAnotherCaseThatDecodesTakesTheEagerPath() throws {
         let container = try ModelContainer(
             for: Gauge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
@@ -170,5 +216,27 @@ final class Gauge {
         self.amount = amount
         self.note = note
         self.level = level
+    }
+}
+
+/// Stores a string as its upper-cased UTF-8 bytes, and reads it back lower-cased.
+final class ShoutTransformer: ValueTransformer {
+    override class func allowsReverseTransformation() -> Bool { true }
+    override func transformedValue(_ value: Any?) -> Any? {
+        (value as? String).map { Data($0.uppercased().utf8) }
+    }
+    override func reverseTransformedValue(_ value: Any?) -> Any? {
+        (value as? Data).map { String(decoding: $0, as: UTF8.self).lowercased() }
+    }
+}
+
+@Model
+final class Shouter {
+    @Attribute(.transformable(by: ShoutTransformer.self)) var word: String
+    var plain: String
+
+    init(word: String, plain: String) {
+        self.word = word
+        self.plain = plain
     }
 }

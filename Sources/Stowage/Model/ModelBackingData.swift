@@ -12,6 +12,9 @@ public final class ModelBackingData {
     enum Slot {
         case unset
         case value(Any)
+        /// A value as the store holds it: one fetched, or one of a common type written by
+        /// the app (`encodeDirectly`), which a read decodes and a save takes as it is.
+        case encoded(SnapshotValue)
         case toOne(RelatedReference?)
         case toMany([RelatedReference])
     }
@@ -66,17 +69,15 @@ public final class ModelBackingData {
     /// The slot at `index`, `.unset` when nothing was written yet.
     func slot(_ index: Int) -> Slot {
         if index < slots.count { return slots[index] }
-        guard index < fetched.count, case .attribute(let decode, _) = entity.slotKinds[index] else { return .unset }
-        // The value passed its check when fetched, so this decode does not fail.
-        return (try? decode(fetched[index])).map(Slot.value) ?? .unset
+        return index < fetched.count ? .encoded(fetched[index]) : .unset
     }
 
-    /// Sizes the slots before a write, decoding the values as fetched into them.
+    /// Sizes the slots before a write; the values as fetched move into them as they are.
     func ensureSlots() {
         if !fetched.isEmpty {
-            let decoded = fetched.indices.map(slot)
+            let values = fetched
             fetched = []
-            slots = decoded
+            slots = values.map(Slot.encoded)
         }
         let count = entity.properties.count
         if slots.count < count { slots.append(contentsOf: repeatElement(.unset, count: count - slots.count)) }
@@ -155,6 +156,8 @@ public final class ModelBackingData {
             switch slot {
             case .unset:
                 values.append(.null)
+            case .encoded(let value):
+                values.append(value)
             case .value(let any):
                 guard case .attribute(_, let encode) = kinds[index] else {
                     values.append(.null)
@@ -187,16 +190,34 @@ public final class ModelBackingData {
     func attributeValue<Value>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel) -> Value {
         bindIfNeeded(owner)
         let index = index(of: keyPath)
-        guard slots.isEmpty, index < fetched.count else { return storedAttributeValue(index, as: Value.self) }
-        // No `Value?` on this path: in generic code each one looks up `Optional<Value>`'s
+        // No `Value?` on these paths: in generic code each one looks up `Optional<Value>`'s
         // metadata in the runtime's cache.
-        return Self.decodeDirectly(fetched[index], as: Value.self) { storedAttributeValue(index, as: Value.self) }
+        if slots.isEmpty, index < fetched.count {
+            return Self.decodeDirectly(fetched[index], as: Value.self) { storedAttributeValue(index, as: Value.self) }
+        }
+        if index < slots.count, case .encoded(let value) = slots[index] {
+            return Self.decodeDirectly(value, as: Value.self) { storedAttributeValue(index, as: Value.self) }
+        }
+        return storedAttributeValue(index, as: Value.self)
     }
 
     /// The value at `index` through the slot and the property's conversion.
     @inline(never)
     private func storedAttributeValue<Value>(_ index: Int, as type: Value.Type) -> Value {
-        if case .value(let any) = slot(index), let value = any as? Value { return value }
+        switch slot(index) {
+        case .value(let any):
+            if let value = any as? Value { return value }
+        case .encoded(let encoded):
+            // Fetched values passed their check, and written ones were encoded from this
+            // type: the decode does not fail.
+            if case .attribute(let decode, _) = entity.slotKinds[index], let any = try? decode(encoded),
+                let value = any as? Value
+            {
+                return value
+            }
+        default:
+            break
+        }
         if let value = entity.properties[index].defaultValue as? Value { return value }
         if let none = (Value.self as? any _OptionalValue.Type)?._none as? Value { return none }
         preconditionFailure("\(entity.name).\(entity.properties[index].name) was read before it was set")
@@ -240,6 +261,46 @@ public final class ModelBackingData {
         return otherwise()
     }
 
+    /// The slot for a value written to the attribute at `index`: encoded at once when the
+    /// property converts fast (no transformer) and the type is a common one, so that a save
+    /// takes it without a dynamic cast; otherwise the value itself.
+    @inline(__always)
+    private func storedSlot<Value>(_ value: Value, at index: Int) -> Slot {
+        if entity.fastConversions[index], let encoded = Self.encodeDirectly(value) {
+            return .encoded(encoded)
+        }
+        return .value(value)
+    }
+
+    /// A value of a common leaf type as the store holds it, chosen by a metatype comparison
+    /// (the inverse of `decodeDirectly`); `nil` for anything else.
+    @inline(__always)
+    static func encodeDirectly<Value>(_ value: Value) -> SnapshotValue? {
+        if Value.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
+        if Value.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
+        if Value.self == Int.self { return .int(Int64(unsafeBitCast(value, to: Int.self))) }
+        if Value.self == Int64.self { return .int(unsafeBitCast(value, to: Int64.self)) }
+        if Value.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
+        if Value.self == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
+        if Value.self == UUID.self { return .uuid(unsafeBitCast(value, to: UUID.self)) }
+        if Value.self == Data.self { return .data(unsafeBitCast(value, to: Data.self)) }
+        if Value.self == OptionalTypes.string {
+            return unsafeBitCast(value, to: String?.self).map { .string($0) } ?? .null
+        }
+        if Value.self == OptionalTypes.double {
+            return unsafeBitCast(value, to: Double?.self).map { .double($0) } ?? .null
+        }
+        if Value.self == OptionalTypes.int {
+            return unsafeBitCast(value, to: Int?.self).map { .int(Int64($0)) } ?? .null
+        }
+        if Value.self == OptionalTypes.int64 { return unsafeBitCast(value, to: Int64?.self).map { .int($0) } ?? .null }
+        if Value.self == OptionalTypes.bool { return unsafeBitCast(value, to: Bool?.self).map { .bool($0) } ?? .null }
+        if Value.self == OptionalTypes.date { return unsafeBitCast(value, to: Date?.self).map { .date($0) } ?? .null }
+        if Value.self == OptionalTypes.uuid { return unsafeBitCast(value, to: UUID?.self).map { .uuid($0) } ?? .null }
+        if Value.self == OptionalTypes.data { return unsafeBitCast(value, to: Data?.self).map { .data($0) } ?? .null }
+        return nil
+    }
+
     /// `Optional` metatypes, made once: naming `String?.self` in a function looks its
     /// metadata up in the runtime's cache each time.
     enum OptionalTypes {
@@ -256,7 +317,8 @@ public final class ModelBackingData {
     func setAttributeValue<Value>(_ keyPath: AnyKeyPath, _ value: Value, owner: any PersistentModel) {
         bindIfNeeded(owner)
         ensureSlots()
-        slots[index(of: keyPath)] = .value(value)
+        let index = index(of: keyPath)
+        slots[index] = storedSlot(value, at: index)
         context?.modelDidChange(owner)
     }
 
@@ -269,7 +331,7 @@ public final class ModelBackingData {
         ensureSlots()
         switch entity.slotKinds[index] {
         case .attribute:
-            slots[index] = .value(value)
+            slots[index] = storedSlot(value, at: index)
         case .toOne:
             let models = Self.models(in: value)
             slots[index] = .toOne(models.first.map(RelatedReference.init))

@@ -37,6 +37,9 @@ extension Schema {
         /// that a stored value decodes. A model of such an entity keeps the values it was
         /// fetched with and decodes each on read (`ModelBackingData`). `nil` otherwise.
         let lazyChecks: [PropertyCodec.CaseCheck]?
+        /// For each property, whether its values convert fast (a common type, no
+        /// transformer): a model stores such a value encoded as soon as it is written.
+        let fastConversions: [Bool]
 
         enum SlotKind: Sendable {
             case attribute(@Sendable (SnapshotValue) throws -> Any, @Sendable (Any) throws -> SnapshotValue)
@@ -124,6 +127,7 @@ extension Schema {
             self.propertyNames = props.map(\.name)
             let checks = props.compactMap { $0.isRelationship ? nil : $0.caseCheck }
             self.lazyChecks = checks.count == props.count ? checks : nil
+            self.fastConversions = props.map { !$0.isRelationship && $0.caseCheck != nil }
             var byName: [String: Int] = [:]
             var byKeyPath: [AnyKeyPath: Int] = [:]
             for (i, p) in props.enumerated() {
