@@ -289,7 +289,9 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         }
         w.appended += 1
         w.pending.append(
-            LogPendingSave(sequence: w.appended, start: start, undo: undo, previousNextPrimaryKey: previousKey))
+            LogPendingSave(
+                sequence: w.appended, start: start, undo: undo, previousNextPrimaryKey: previousKey,
+                writes: prepared.writes, writesHeldByLocation: prepared.storedRows != nil))
         return (prepared, w.appended, compactionDue(&w, live: live))
     }
 

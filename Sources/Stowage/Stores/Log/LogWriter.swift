@@ -67,16 +67,34 @@ struct LogPendingSave {
     var sequence: UInt64
     /// Where its record starts: the end of the log before it.
     var start: Int64
-    /// The changes that take it back out of the table.
+    /// The changes that take its deletes and updates back out of the table.
     var undo: SnapshotTable.PreparedSave
     /// The table's next primary key before it.
     var previousNextPrimaryKey: Int64
+    /// The save's writes: the part of the undo that removes its inserts is made from them
+    /// only if a sync fails, not for every save.
+    var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+    /// Whether the table holds the writes by location (format version 4).
+    var writesHeldByLocation = false
+
+    /// The changes that take the whole save back out of the table.
+    var completeUndo: SnapshotTable.PreparedSave {
+        var undo = self.undo
+        for (entity, key, snapshot, isInsert) in writes where isInsert {
+            // What the undo replaces is what the save wrote.
+            if writesHeldByLocation { undo.replaced[RecordKey(entity: entity, key: key)] = snapshot }
+            // An insert's key is new and appears once in a save.
+            undo.deletes.append((entity, key))
+        }
+        return undo
+    }
 }
 
 extension SnapshotTable {
-    /// The changes that undo `prepared` once it is applied: inserted records removed,
-    /// updated and deleted ones written back as they were (their rows as the table holds
-    /// them, by location or not). Call before applying it, after ``loadReplaced(_:)``.
+    /// The changes that undo `prepared`'s deletes and updates once it is applied: updated
+    /// and deleted records written back as they were (their rows as the table holds them,
+    /// by location or not). Removing its inserts is `LogPendingSave.completeUndo`'s part.
+    /// Call before applying it, after ``loadReplaced(_:)``.
     func undo(of prepared: PreparedSave) -> PreparedSave {
         var undo = PreparedSave()
         var seen: Set<RecordKey> = []
@@ -100,11 +118,10 @@ extension SnapshotTable {
             }
         }
         for (entity, key) in prepared.deletes { remember(entity, key) }
-        for (entity, key, snapshot, isInsert) in prepared.writes {
+        for (entity, key, snapshot, isInsert) in prepared.writes where !isInsert {
             // What the undo replaces is what the save writes.
             if prepared.storedRows != nil { undo.replaced[RecordKey(entity: entity, key: key)] = snapshot }
-            // An insert's key is new and appears once in a save: no need to remember it.
-            if isInsert { undo.deletes.append((entity, key)) } else { remember(entity, key) }
+            remember(entity, key)
         }
         undo.storedRows = rows
         undo.nextPrimaryKey = nextPrimaryKey
@@ -114,7 +131,7 @@ extension SnapshotTable {
     /// Takes applied saves back out, newest first.
     mutating func revert(_ saves: [LogPendingSave]) {
         for save in saves.reversed() {
-            apply(save.undo)
+            apply(save.completeUndo)
             nextPrimaryKey = save.previousNextPrimaryKey
         }
     }
