@@ -70,7 +70,8 @@ enum Help {
         OPTIONS:
           --json       Print one JSON object instead of text
           --map        Also draw the log as a strip, one character per stretch of the
-                       file: H header, # live, . dead, C checkpoint, ! damaged
+                       file: H header, # live, . dead, C checkpoint, ! damaged,
+                       _ zeros a store reserved after its last record
           --width N    The strip's width in characters (default 64)
           -h, --help   Show this help
 
