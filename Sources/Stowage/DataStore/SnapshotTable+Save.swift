@@ -191,9 +191,13 @@ extension SnapshotTable {
                 !state(entity).deletedKeys.contains(pk)
             else { continue }
             if !entity.uniquenessConstraints.isEmpty {
-                let previous =
-                    try finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
-                    ?? stored(entity.name, pk)
+                var previous = finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
+                if previous == nil, let found = try stored(entity.name, pk) {
+                    previous = found
+                    // A record read back by location is kept for `loadReplaced`, which then
+                    // does not read it a second time.
+                    if source != nil { prepared.replaced[RecordKey(entity: entity.name, key: pk)] = found }
+                }
                 let keys = uniqueKeys(entity, snapshot)
                 // Unchanged unique values stay this record's: nothing to release or claim.
                 let oldKeys = previous.map { uniqueKeys(entity, $0) }
@@ -319,7 +323,15 @@ extension SnapshotTable {
     /// and decimals and anything nested are never taken as the same.
     static func sameIndexKey(_ a: SnapshotValue, _ b: SnapshotValue) -> Bool {
         switch (a, b) {
-        case (.string(let x), .string(let y)): return x.utf8.elementsEqual(y.utf8)
+        case (.string(var x), .string(var y)):
+            // Byte equality, as the index keys compare; contiguous UTF-8 for memcmp.
+            guard x.utf8.count == y.utf8.count else { return false }
+            return x.withUTF8 { a in
+                y.withUTF8 { b in
+                    guard let pa = a.baseAddress, let pb = b.baseAddress else { return a.count == b.count }
+                    return memcmp(pa, pb, a.count) == 0
+                }
+            }
         case (.decimal, _), (.array, _), (.object, _), (.url, _): return false
         default: return a == b
         }
