@@ -44,14 +44,10 @@ struct ErrorTests {
 
     @Test func aStoredValueOfTheWrongTypeIsAnErrorNotATrap() throws {
         let container = try memoryContainer()
-        let store = try #require(container.storesForTesting.first)
         let entity = try #require(container.schema.entitiesByName["Item"])
         var values = entity.properties.map { _ in SnapshotValue.null }
         values[entity.property(named: "name")!.index] = .int(3)
-        let bad = DefaultSnapshot(
-            persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Item"), values: values)
-        _ = try store.save(
-            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
+        try storeRecord(values, of: "Item", in: container)
         #expect(throws: SwiftDataError.modelValidationFailure) {
             _ = try ModelContext(container).fetch(FetchDescriptor<Item>())
         }
@@ -59,15 +55,10 @@ struct ErrorTests {
 
     @Test func anIntegerThatDoesNotFitIsRefused() throws {
         let container = try memoryContainer()
-        let store = try #require(container.storesForTesting.first)
         let entity = try #require(container.schema.entitiesByName["Sample"])
-        let defaults = try ModelContext(container).snapshotForTesting(Sample())
-        var values = defaults.values
+        var values = try ModelContext(container).snapshotForTesting(Sample()).values
         values[entity.property(named: "int8")!.index] = .int(300)
-        let bad = DefaultSnapshot(
-            persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Sample"), values: values)
-        _ = try store.save(
-            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
+        try storeRecord(values, of: "Sample", in: container)
         do {
             _ = try ModelContext(container).fetch(FetchDescriptor<Sample>())
             Issue.record("fetch should have thrown")
@@ -76,4 +67,14 @@ struct ErrorTests {
             #expect(error.message.contains("int8"))
         }
     }
+}
+
+/// Saves a record with `values` for `entityName` straight into the container's first store,
+/// past a model's type checks: a stored value a model could not have written.
+func storeRecord(_ values: [SnapshotValue], of entityName: String, in container: ModelContainer) throws {
+    let store = try #require(container.storesForTesting.first)
+    let record = DefaultSnapshot(
+        persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: entityName), values: values)
+    _ = try store.save(
+        DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [record], updated: [], deleted: []))
 }

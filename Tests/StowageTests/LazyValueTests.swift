@@ -139,16 +139,12 @@ struct LazyValueTests {
     @Test func aValueOfAnotherCaseThatDecodesTakesTheEagerPath() throws {
         let container = try ModelContainer(
             for: Gauge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        let store = try #require(container.storesForTesting.first)
         let entity = try #require(container.schema.entitiesByName["Gauge"])
         var values = try ModelContext(container).snapshotForTesting(Self.filled()).values
         // The fast conversion of a Double takes `.double` only; the general one takes an
         // integer too.
         values[entity.property(named: "ratio")!.index] = .int(3)
-        let odd = DefaultSnapshot(
-            persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Gauge"), values: values)
-        _ = try store.save(
-            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [odd], updated: [], deleted: []))
+        try storeRecord(values, of: "Gauge", in: container)
         let gauge = try #require(try ModelContext(container).fetch(FetchDescriptor<Gauge>()).first)
         #expect(gauge.ratio == 3)
         #expect(gauge.text == "hello")
@@ -158,14 +154,10 @@ struct LazyValueTests {
         for (property, value) in [("text", SnapshotValue.int(1)), ("count", .string("x")), ("note", .bool(true))] {
             let container = try ModelContainer(
                 for: Gauge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-            let store = try #require(container.storesForTesting.first)
             let entity = try #require(container.schema.entitiesByName["Gauge"])
             var values = try ModelContext(container).snapshotForTesting(Self.filled()).values
             values[entity.property(named: property)!.index] = value
-            let bad = DefaultSnapshot(
-                persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: "Gauge"), values: values)
-            _ = try store.save(
-                DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [bad], updated: [], deleted: []))
+            try storeRecord(values, of: "Gauge", in: container)
             do {
                 _ = try ModelContext(container).fetch(FetchDescriptor<Gauge>())
                 Issue.record("\(property): the fetch should have thrown")

@@ -15,11 +15,16 @@ struct LogReservedTailTests {
 
     static func names(_ count: Int) -> [String] { (0..<count).map { "T\($0)" } }
 
-    /// A copy of the store's file while the store is open: what a crash would leave.
-    static func crashCopy(in directory: LogTestDirectory) throws -> URL {
+    /// Saves `names` in a store in `directory` and copies its file while it is open (what
+    /// a crash would leave), then closes it: the copy, and the length of its valid prefix.
+    static func crashCopy(saving names: [String], in directory: LogTestDirectory) throws -> (URL, length: Int64) {
+        let store = try LogTest.open(directory.storeURL)
+        for name in names { _ = try LogTest.insertTrip(store, name) }
         let copy = directory.url.appendingPathComponent("crashed.stowlog")
         try Data(contentsOf: directory.storeURL).write(to: copy)
-        return copy
+        let length = store.fileLength
+        store.close()
+        return (copy, length)
     }
 
     @Test func savesWriteIntoReservedZerosAndCloseCutsThemOff() throws {
@@ -45,11 +50,7 @@ struct LogReservedTailTests {
         for recovery in [LogStoreConfiguration.Recovery.strict, .pointInTime] {
             let directory = LogTestDirectory.fresh()
             defer { directory.remove() }
-            let store = try LogTest.open(directory.storeURL)
-            for name in Self.names(5) { _ = try LogTest.insertTrip(store, name) }
-            let length = store.fileLength
-            let copy = try Self.crashCopy(in: directory)
-            store.close()
+            let (copy, length) = try Self.crashCopy(saving: Self.names(5), in: directory)
             let size = try Self.size(copy)
             #expect(size > length + 1000)
             let reopened = try LogTest.open(copy, recovery: recovery)
@@ -89,11 +90,7 @@ struct LogReservedTailTests {
     @Test func aTornRecordInsideTheZerosIsATornTail() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let store = try LogTest.open(directory.storeURL)
-        for name in Self.names(3) { _ = try LogTest.insertTrip(store, name) }
-        let length = store.fileLength
-        let copy = try Self.crashCopy(in: directory)
-        store.close()
+        let (copy, length) = try Self.crashCopy(saving: Self.names(3), in: directory)
         // The first 10 bytes of a commit's frame, then the zeros that were there.
         var bytes = try Data(contentsOf: copy)
         bytes.replaceSubrange(Int(length)..<Int(length) + 10, with: [0x40, 0, 0, 0, 2, 0, 0, 0, 0x40, 0])

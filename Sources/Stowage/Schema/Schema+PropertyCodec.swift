@@ -28,43 +28,43 @@ enum PropertyCodec {
     }
 
     private static func leaf(_ type: Any.Type) -> (Encode, Decode)? {
-        switch type {
-        case is String.Type:
+        switch leafCase(type) {
+        case .string:
             return ({ ($0 as? String).map(SnapshotValue.string) }, { if case .string(let v) = $0 { v } else { nil } })
-        case is Int.Type:
+        case .int:
             return (
                 { ($0 as? Int).map { .int(Int64($0)) } },
                 { if case .int(let v) = $0 { Int(exactly: v) } else { nil } }
             )
-        case is Int64.Type:
+        case .int64:
             return ({ ($0 as? Int64).map(SnapshotValue.int) }, { if case .int(let v) = $0 { v } else { nil } })
-        case is Int32.Type:
+        case .int32:
             return (
                 { ($0 as? Int32).map { .int(Int64($0)) } },
                 { if case .int(let v) = $0 { Int32(exactly: v) } else { nil } }
             )
-        case is Double.Type:
+        case .double:
             return ({ ($0 as? Double).map(SnapshotValue.double) }, { if case .double(let v) = $0 { v } else { nil } })
-        case is Float.Type:
+        case .float:
             return (
                 { ($0 as? Float).map { .double(Double($0)) } },
                 { if case .double(let v) = $0 { Float(v) } else { nil } }
             )
-        case is Bool.Type:
+        case .bool:
             return ({ ($0 as? Bool).map(SnapshotValue.bool) }, { if case .bool(let v) = $0 { v } else { nil } })
-        case is Date.Type:
+        case .date:
             return ({ ($0 as? Date).map(SnapshotValue.date) }, { if case .date(let v) = $0 { v } else { nil } })
-        case is UUID.Type:
+        case .uuid:
             return ({ ($0 as? UUID).map(SnapshotValue.uuid) }, { if case .uuid(let v) = $0 { v } else { nil } })
-        case is Data.Type:
+        case .data:
             return ({ ($0 as? Data).map(SnapshotValue.data) }, { if case .data(let v) = $0 { v } else { nil } })
-        case is URL.Type:
+        case .url:
             return ({ ($0 as? URL).map(SnapshotValue.url) }, { if case .url(let v) = $0 { v } else { nil } })
-        case is Decimal.Type:
+        case .decimal:
             return (
                 { ($0 as? Decimal).map(SnapshotValue.decimal) }, { if case .decimal(let v) = $0 { v } else { nil } }
             )
-        default:
+        case nil:
             return nil
         }
     }
@@ -118,7 +118,9 @@ extension PropertyCodec {
         return nil
     }
 
-    private static func leafCase(_ type: Any.Type) -> CaseCheck.Leaf? {
+    /// The common leaf type `type` is, if it is one: the one list of them that both the
+    /// fast conversions and their checks follow.
+    static func leafCase(_ type: Any.Type) -> CaseCheck.Leaf? {
         switch type {
         case is String.Type: .string
         case is Int.Type: .int
