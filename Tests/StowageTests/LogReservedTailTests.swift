@@ -33,8 +33,10 @@ struct LogReservedTailTests {
         let store = try LogTest.open(directory.storeURL)
         _ = try LogTest.insertTrip(store, "First")
         let reserved = try Self.size(directory.storeURL)
-        #expect(reserved == store.fileLength + Int64(LogStoreConfiguration(url: directory.storeURL).reservedTail))
+        // A small file reserves its minimum, 4 KiB.
+        #expect(reserved == store.fileLength + 4096)
         for name in Self.names(20) { _ = try LogTest.insertTrip(store, name) }
+        #expect(store.fileLength < reserved, "the saves should fit in the reserved zeros")
         // The saves went into the zeros: the file did not grow, and zeros still follow them.
         #expect(try Self.size(directory.storeURL) == reserved)
         let bytes = try Data(contentsOf: directory.storeURL)
@@ -64,6 +66,34 @@ struct LogReservedTailTests {
             let again = try LogTest.open(copy, recovery: .strict)
             #expect(try LogTest.tripNames(again) == (Self.names(5) + ["After"]).sorted())
         }
+    }
+
+    @Test func theReservationIsAnEighthOfTheFileWithinItsBounds() {
+        #expect(LogStore.reservation(after: 1000, most: 1 << 20) == 4096)
+        #expect(LogStore.reservation(after: 800_000, most: 1 << 20) == 100_000)
+        #expect(LogStore.reservation(after: 100 << 20, most: 1 << 20) == 1 << 20)
+        #expect(LogStore.reservation(after: 100 << 20, most: 0) == 0)
+        #expect(LogStore.reservation(after: 1000, most: 100) == 100)
+    }
+
+    /// Saves that outgrow the zeros grow the file and reserve again after their record.
+    @Test func aGrowingStoreReservesAnEighthOfItsFile() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let store = try LogTest.open(directory.storeURL)
+        // Random letters, which LZ4 cannot shrink: about 3 KiB a save, 600 KiB in all.
+        var rng = SystemRandomNumberGenerator()
+        for i in 0..<200 {
+            let noise = String(
+                (0..<3000).map { _ in Character(UnicodeScalar(UInt8.random(in: 97...122, using: &rng))) })
+            try LogTest.insertTrip(store, "T\(i) " + noise)
+        }
+        #expect(store.fileLength > 500_000)
+        let size = try Self.size(directory.storeURL)
+        #expect(size > store.fileLength)
+        #expect(size <= store.fileLength + max(4096, size / 8 + 1))
+        let bytes = try Data(contentsOf: directory.storeURL)
+        #expect(bytes[Int(store.fileLength)...].allSatisfy { $0 == 0 })
     }
 
     @Test func fewerZerosThanAFrameAlsoEndTheLog() throws {

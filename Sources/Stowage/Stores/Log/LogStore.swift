@@ -447,7 +447,9 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         // it, so that the next saves' syncs find the file's size unchanged. The zeros go
         // first: if either write fails and so does the truncate, the file holds zeros or a
         // torn record after the valid prefix, never a whole record of a failed save.
-        let reserve = recordEnd > max(w.fileSize, w.end) ? Int64(configuration.reservedTail) : 0
+        let reserve =
+            recordEnd > max(w.fileSize, w.end)
+            ? Self.reservation(after: recordEnd, most: configuration.reservedTail) : 0
         do {
             if reserve > 0 { try fs.write(w.fd, [UInt8](repeating: 0, count: Int(reserve)), at: recordEnd) }
             try fs.write(w.fd, record, at: w.end)
@@ -464,6 +466,14 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         }
         w.end = recordEnd
         w.fileSize = max(w.fileSize, recordEnd + reserve)
+    }
+
+    /// How many zero bytes to reserve after a record that ends the file at `end`: an eighth
+    /// of the file, at least 4 KiB and at most `most`, so that a small store stays small
+    /// when its program exits without closing it.
+    static func reservation(after end: Int64, most: Int) -> Int64 {
+        guard most > 0 else { return 0 }
+        return min(Int64(most), max(4096, end / 8))
     }
 
     /// Removes every record: the file is replaced by an empty log, atomically.
@@ -560,12 +570,12 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// one block from the file. Decoded snapshots take a few times their encoded bytes.
     /// SwiftData has no such setting.
     public var cacheCapacity: Int = 32 << 20
-    /// Zero bytes a store of this version writes after its last record whenever a record
-    /// grows the file (`Formats/log.md`, "Writing"). A save whose record fits in them
-    /// leaves the file's size unchanged, so its `fdatasync` has no file-system metadata to
-    /// commit: on ext4 that took about 40% off each durable save's sync. Opening reads
-    /// such a tail as the end of the log; closing cuts it off. 0 turns it off. SwiftData
-    /// has no such setting.
+    /// The most zero bytes a store writes after its last record whenever a record grows
+    /// the file (`Formats/log.md`, "Writing"): an eighth of the file, at least 4 KiB, up to
+    /// this. A save whose record fits in them leaves the file's size unchanged, so its
+    /// `fdatasync` has no file-system metadata to commit: on ext4 that took about 40% off
+    /// each durable save's sync. Opening reads such a tail as the end of the log; closing
+    /// cuts it off. 0 turns it off. SwiftData has no such setting.
     public var reservedTail: Int = 1 << 20
 
     /// A fixed salt for new files (the sample files); otherwise a random one.
