@@ -95,6 +95,9 @@ struct LazyValueTests {
     @Test func writtenValuesReadBackBeforeAndAfterASave() throws {
         let context = ModelContext(
             try ModelContainer(for: Gauge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true)))
+        let empty = Gauge(text: "empty")
+        #expect(empty.text == "empty" && empty.count == 0 && empty.note == nil && empty.level == nil)
+        #expect(empty.when == Date(timeIntervalSinceReferenceDate: 0) && !empty.flag && empty.small == 0)
         let gauge = Self.filled()
         Self.expectFilled(gauge)
         gauge.note = nil
