@@ -91,4 +91,31 @@ struct SnapshotTableBulkTests {
             #expect(SnapshotTable.sortedOrder(of: keys) == expected)
         }
     }
+
+    /// Snapshots read in order step a cursor through the key directory while the
+    /// identifiers are neighbours there; whatever the order, the answer must be what
+    /// looking each identifier up gives.
+    @Test func snapshotsInOrderMatchOneByOneLookUps() throws {
+        var table = SnapshotTable(schema: Self.schema, storeIdentifier: "s")
+        try Self.save(Self.people(0..<3000), into: &table)
+        let person = try #require(table.scopes["Person"])
+        func id(_ key: Int64) -> PersistentIdentifier { .permanent(in: person, primaryKey: key) }
+        let keys = try #require(table.entities["Person"]).rows.map(\.key)
+        let doomed = try #require(try table.snapshot(for: id(keys[100])))
+        table.apply(
+            try table.prepare(
+                DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [], updated: [], deleted: [doomed]))
+        )
+        let orders: [[PersistentIdentifier]] = [
+            keys.map(id),  // in key order, with one deleted on the way
+            keys.reversed().map(id),
+            [id(keys[5]), id(keys[6]), id(keys[6]), id(keys[7]), id(keys[3]), id(keys[4]), id(999_999)],
+            [.permanent(entityName: "Chore", storeIdentifier: "s", primaryKey: keys[0]), id(keys[0]), id(keys[1])],
+            [.permanent(entityName: "Person", storeIdentifier: "elsewhere", primaryKey: keys[0]), id(keys[1])],
+        ]
+        for ids in orders {
+            let expected = try ids.map { try table.snapshot(for: $0) }
+            #expect(try table.snapshotsInOrder(for: ids) == expected)
+        }
+    }
 }
