@@ -19,11 +19,11 @@ struct PersistedPropertyMacroTests {
                             _name = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \.name)
+                            _$backingData._access(self, keyPath: \.name)
                             return self.getValue(forKey: \.name)
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                            _$backingData._withMutation(of: self, keyPath: \.name) {
                                 self.setValue(forKey: \.name, to: newValue)
                             }
                         }
