@@ -68,6 +68,9 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
+            @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+            """,
+            """
             public static var _stowageEntityName: String {
                 \(literal: entityName)
             }

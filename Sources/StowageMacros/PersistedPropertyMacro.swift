@@ -36,13 +36,13 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """,
             """
             get {
-                _$backingData._access(self, keyPath: \\.\(raw: identifier))
+                _$observationRegistrar.access(self, keyPath: \\.\(raw: identifier))
                 return self.getValue(forKey: \\.\(raw: identifier))
             }
             """,
             """
             set {
-                _$backingData._withMutation(of: self, keyPath: \\.\(raw: identifier)) {
+                _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: identifier)) {
                     self.setValue(forKey: \\.\(raw: identifier), to: newValue)
                 }
             }

@@ -29,11 +29,11 @@ struct ModelMacroTests {
                             _name = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$backingData._access(self, keyPath: \.name)
+                            _$observationRegistrar.access(self, keyPath: \.name)
                             return self.getValue(forKey: \.name)
                         }
                         set {
-                            _$backingData._withMutation(of: self, keyPath: \.name) {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
                                 self.setValue(forKey: \.name, to: newValue)
                             }
                         }
@@ -47,11 +47,11 @@ struct ModelMacroTests {
                             _isPacked = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$backingData._access(self, keyPath: \.isPacked)
+                            _$observationRegistrar.access(self, keyPath: \.isPacked)
                             return self.getValue(forKey: \.isPacked)
                         }
                         set {
-                            _$backingData._withMutation(of: self, keyPath: \.isPacked) {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.isPacked) {
                                 self.setValue(forKey: \.isPacked, to: newValue)
                             }
                         }
@@ -65,11 +65,11 @@ struct ModelMacroTests {
                             _note = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$backingData._access(self, keyPath: \.note)
+                            _$observationRegistrar.access(self, keyPath: \.note)
                             return self.getValue(forKey: \.note)
                         }
                         set {
-                            _$backingData._withMutation(of: self, keyPath: \.note) {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.note) {
                                 self.setValue(forKey: \.note, to: newValue)
                             }
                         }
@@ -83,11 +83,11 @@ struct ModelMacroTests {
                             _tags = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$backingData._access(self, keyPath: \.tags)
+                            _$observationRegistrar.access(self, keyPath: \.tags)
                             return self.getValue(forKey: \.tags)
                         }
                         set {
-                            _$backingData._withMutation(of: self, keyPath: \.tags) {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.tags) {
                                 self.setValue(forKey: \.tags, to: newValue)
                             }
                         }
@@ -101,11 +101,11 @@ struct ModelMacroTests {
                             _trip = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$backingData._access(self, keyPath: \.trip)
+                            _$observationRegistrar.access(self, keyPath: \.trip)
                             return self.getValue(forKey: \.trip)
                         }
                         set {
-                            _$backingData._withMutation(of: self, keyPath: \.trip) {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.trip) {
                                 self.setValue(forKey: \.trip, to: newValue)
                             }
                         }
@@ -133,6 +133,8 @@ struct ModelMacroTests {
                             _$backingData = newValue
                         }
                     }
+
+                    @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
 
                     public static var _stowageEntityName: String {
                         "Item"
@@ -188,11 +190,11 @@ struct ModelMacroTests {
                                 _name = Stowage._StowagePersistedProperty()
                             }
                             get {
-                                _$backingData._access(self, keyPath: \.name)
+                                _$observationRegistrar.access(self, keyPath: \.name)
                                 return self.getValue(forKey: \.name)
                             }
                             set {
-                                _$backingData._withMutation(of: self, keyPath: \.name) {
+                                _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
                                     self.setValue(forKey: \.name, to: newValue)
                                 }
                             }
@@ -211,6 +213,8 @@ struct ModelMacroTests {
                                 _$backingData = newValue
                             }
                         }
+
+                        @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
 
                         public static var _stowageEntityName: String {
                             "Item"
@@ -263,6 +267,8 @@ struct ModelMacroTests {
                             _$backingData = newValue
                         }
                     }
+
+                    @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
 
                     public static var _stowageEntityName: String {
                         "Settings"

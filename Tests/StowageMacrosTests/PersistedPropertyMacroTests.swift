@@ -19,11 +19,11 @@ struct PersistedPropertyMacroTests {
                             _name = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$backingData._access(self, keyPath: \.name)
+                            _$observationRegistrar.access(self, keyPath: \.name)
                             return self.getValue(forKey: \.name)
                         }
                         set {
-                            _$backingData._withMutation(of: self, keyPath: \.name) {
+                            _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
                                 self.setValue(forKey: \.name, to: newValue)
                             }
                         }

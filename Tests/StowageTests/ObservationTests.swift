@@ -4,9 +4,9 @@ import StowageTestSupport
 import Synchronization
 import Testing
 
-/// Observation of models through `withObservationTracking`. A model's registrar is made at
-/// the first read of a persisted property (`ModelBackingData._access`), so these tests
-/// cover models that were written, inserted, saved or fetched before anyone read them.
+/// Observation of models through `withObservationTracking`: models written, inserted,
+/// saved or fetched before anyone read them, one model's observers beside another's, and
+/// properties an observer did not read.
 @Suite("Observation of models")
 struct ObservationTests {
     /// Counts the changes `withObservationTracking` reports for what `read` reads. The

@@ -1,7 +1,7 @@
 // The macros below are implemented by the StowageMacros compiler plug-in. Their
-// expansions qualify every runtime name with `Stowage.` and conform models to
-// `Observation.Observable`, which is why Stowage re-exports Observation (Exports.swift): a
-// file that uses `@Model` then needs only `import Stowage`.
+// expansions qualify every runtime name with `Stowage.` and use
+// `Observation.ObservationRegistrar`, which is why Stowage re-exports Observation
+// (Exports.swift): a file that uses `@Model` then needs only `import Stowage`.
 
 /// Turns a class into a persistent model that a ``ModelContext`` can store.
 ///
@@ -20,14 +20,10 @@
 /// without `willSet`/`didSet` observers. The macro adds the backing data,
 /// ``PersistentModel/schemaMetadata``, `init(backingData:)` and the conformances to
 /// ``PersistentModel`` and `Observable`. It can only be applied to a class.
-///
-/// Unlike SwiftData's, the expansion declares no `_$observationRegistrar`: the accessors
-/// observe through the backing data, which makes a registrar only when a property is
-/// first read (``ModelBackingData/_access(_:keyPath:)``).
 @attached(
     member,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init),
-    named(_stowageEntityName)
+    named(_$observationRegistrar), named(_stowageEntityName)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)

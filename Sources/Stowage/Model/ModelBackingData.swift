@@ -50,9 +50,6 @@ public final class ModelBackingData {
     }
     weak var context: ModelContext?
     var isDeleted = false
-    /// The model's observation registrar, made by the first read of a persisted property
-    /// (``_access(_:keyPath:)``), which is where an observer starts to observe.
-    private var registrar: ObservationRegistrar?
     /// Where the next ``setInitialValue(_:forKey:)`` probably writes: the one after the last.
     private var initialValueCursor = 0
     /// Relationship slots filled before the model object existed; their inverses are
@@ -179,34 +176,6 @@ public final class ModelBackingData {
             }
         }
         return DefaultSnapshot(persistentIdentifier: persistentModelID, values: values)
-    }
-
-    // MARK: Observation
-
-    /// Records a read of `keyPath` for `withObservationTracking` and `Observations`. The
-    /// accessors `@Model` writes call this.
-    ///
-    /// Stowage differs from SwiftData here: SwiftData's `@Model` gives every model an
-    /// `_$observationRegistrar` of its own when the model is made. Stowage keeps the
-    /// registrar in the backing data and makes it at the first read of a persisted
-    /// property, so a model that is made, inserted or fetched and never read costs no
-    /// registrar (two allocations). Observers behave the same: a change can only reach an
-    /// observer that read the model, and that read made the registrar.
-    @inline(__always)
-    public func _access<Model: PersistentModel, Member>(_ model: Model, keyPath: KeyPath<Model, Member>) {
-        if registrar == nil { registrar = ObservationRegistrar() }
-        registrar.unsafelyUnwrapped.access(model, keyPath: keyPath)
-    }
-
-    /// Runs a write of `keyPath`, telling the model's observers before and after. With no
-    /// registrar yet, nothing has read the model, so nothing observes it and the write just
-    /// runs. The accessors `@Model` writes call this.
-    @inline(__always)
-    public func _withMutation<Model: PersistentModel, Member, Result>(
-        of model: Model, keyPath: KeyPath<Model, Member>, _ mutation: () throws -> Result
-    ) rethrows -> Result {
-        guard let registrar else { return try mutation() }
-        return try registrar.withMutation(of: model, keyPath: keyPath, mutation)
     }
 
     // MARK: Attributes
