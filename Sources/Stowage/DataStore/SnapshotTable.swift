@@ -2,7 +2,7 @@ import BTree
 import Foundation
 import IndexKey
 
-/// The in-memory state every store keeps: records by entity in a primary-key B+tree,
+/// The in-memory state every store keeps: records by entity in a primary-key directory,
 /// one B+tree per index, and the code that plans and evaluates fetches and applies saves.
 ///
 /// It is a value: a store holds one behind a lock, applies a save to it only after the
@@ -11,7 +11,7 @@ public struct SnapshotTable: Sendable {
     /// One entity's records and indexes.
     struct EntityRecords: Sendable {
         /// The identifier index: primary key to the record, or to where it is stored.
-        var rows = BTree<Int64, StoredRow>()
+        var rows = RowDirectory()
         /// Every index of the entity: uniqueness constraints first, then `#Index` entries.
         var indexes: [EntityIndex] = []
         /// For each uniqueness constraint, the position of its index.

@@ -121,7 +121,7 @@ extension SnapshotTable {
     /// the indexes: after a rewrite moved every record. `source` reads the new rows.
     mutating func replaceRows(_ rows: [String: [(Int64, StoredRow)]], source: (any SnapshotSource)?) {
         for name in Array(entities.keys) {
-            entities[name]?.rows = BTree(sortedElements: rows[name] ?? [])
+            entities[name]?.rows = RowDirectory(sortedElements: rows[name] ?? [])
         }
         self.source = source
     }

@@ -4,7 +4,7 @@ import IndexKey
 
 /// Rebuilds a ``SnapshotTable`` from a log's commits at open.
 ///
-/// Applying each commit to the table inserts every record into the primary-key tree and
+/// Applying each commit to the table inserts every record into the primary-key directory and
 /// each index one at a time, which is most of the cost of opening. Instead every record
 /// version is appended to one list per entity, in file order; at the end each list is
 /// ordered by key (already so for a compacted log or inserts alone, which costs one pass),
@@ -161,7 +161,7 @@ struct LogReplay {
 }
 
 extension SnapshotTable {
-    /// Fills empty entities' primary-key trees and indexes from `live` records.
+    /// Fills empty entities' primary-key directories and indexes from `live` records.
     mutating func bulkLoad(_ live: [String: [Int64: DefaultSnapshot]]) {
         bulkLoad(
             sorted: live.mapValues { byKey in
@@ -170,7 +170,7 @@ extension SnapshotTable {
             })
     }
 
-    /// Fills empty entities' primary-key trees and indexes from live records in ascending
+    /// Fills empty entities' primary-key directories and indexes from live records in ascending
     /// key order, by bulk loading sorted entries. The indexes of an entity are built on
     /// separate threads. Records of an entity the schema lacks are skipped (the decoder
     /// maps entities by the stored schema, which matches this one). An entity's indexes
@@ -184,17 +184,17 @@ extension SnapshotTable {
             let indexes = records.indexes
             let built = SendableBox(
                 (
-                    rows: BTree<Int64, StoredRow>(),
+                    rows: RowDirectory(),
                     trees: [BTree<IndexKey, Int64>?](repeating: nil, count: indexes.count)
                 ))
-            // Task 0 builds the primary-key tree, task i + 1 index i.
+            // Task 0 builds the primary-key directory, task i + 1 index i.
             DispatchQueue.concurrentPerform(iterations: indexes.count + 1) { task in
                 if task == 0 {
                     let tree =
                         sorted.locations.count == sorted.keys.count
-                        ? BTree<Int64, StoredRow>(
+                        ? RowDirectory(
                             sortedElements: zip(sorted.keys, sorted.locations.lazy.map { .location($0) }))
-                        : BTree<Int64, StoredRow>(
+                        : RowDirectory(
                             sortedElements: zip(sorted.keys, sorted.snapshots.lazy.map { .snapshot($0) }))
                     built.withLock { $0.rows = tree }
                     return
