@@ -13,6 +13,9 @@ extension ModelContext {
         let entity = try route(T.self).0
         var models: [T] = []
         models.reserveCapacity(snapshots.count)
+        // Room for every model at once: growing the table while registering them rehashes it
+        // several times.
+        registered.reserveCapacity(registered.count + snapshots.count)
         for snapshot in snapshots {
             if hasChanges, let model = registered[snapshot.persistentIdentifier],
                 hasPendingChanges(snapshot.persistentIdentifier)
@@ -22,7 +25,10 @@ extension ModelContext {
             }
             if let typed = try materialize(snapshot, entity: entity) as? T { models.append(typed) }
         }
-        try prefetch(descriptor.relationshipKeyPathsForPrefetching.map { $0 as AnyKeyPath }, of: models)
+        if !descriptor.relationshipKeyPathsForPrefetching.isEmpty {
+            // Only then: passing `[T]` as `[any PersistentModel]` converts the whole array.
+            try prefetch(descriptor.relationshipKeyPathsForPrefetching.map { $0 as AnyKeyPath }, of: models)
+        }
         return models
     }
 
