@@ -13,16 +13,43 @@
 /// that order equals the order of the encoded tuples: component by component,
 /// `nil` first, each type in its natural Swift order. Build keys with
 /// ``IndexKeyEncoder`` and read them back with ``IndexKeyDecoder``.
+///
+/// A key of up to ``inlineCapacity`` bytes is held in the value itself, with no
+/// allocation: a UUID, a date or a short string, each with a primary key after it,
+/// fits. A longer key keeps every byte in an array and its first 31 bytes inline
+/// too, so most comparisons of long keys never read the array either.
 public struct IndexKey: Comparable, Hashable, Sendable, CustomStringConvertible {
-    /// The encoded bytes.
-    public var bytes: [UInt8]
+    /// The most bytes a key holds without an allocation.
+    public static let inlineCapacity = 31
+
+    /// The first 31 bytes, big-endian in four words and zero-padded; the low byte of
+    /// `w3` is the key's length when the key is inline, and `0xFF` when it is not.
+    @usableFromInline internal var w0: UInt64 = 0
+    @usableFromInline internal var w1: UInt64 = 0
+    @usableFromInline internal var w2: UInt64 = 0
+    @usableFromInline internal var w3: UInt64 = 0
+    /// Every byte, for a key longer than ``inlineCapacity``.
+    @usableFromInline internal var spilled: [UInt8]?
+
+    @usableFromInline internal static let spilledMarker: UInt64 = 0xFF
+
+    /// The empty key.
+    @inlinable
+    public init() {}
 
     /// Wraps already-encoded bytes.
     ///
-    /// - Complexity: O(1)
+    /// - Complexity: O(m) for m bytes.
     @inlinable
     public init(bytes: [UInt8]) {
-        self.bytes = bytes
+        if bytes.count > Self.inlineCapacity {
+            for i in 0..<Self.inlineCapacity { setInline(bytes[i], at: i) }
+            w3 |= Self.spilledMarker
+            spilled = bytes
+        } else {
+            for (i, byte) in bytes.enumerated() { setInline(byte, at: i) }
+            w3 |= UInt64(bytes.count)
+        }
     }
 
     /// Encodes a tuple by running `build` on a fresh encoder.
@@ -32,30 +59,170 @@ public struct IndexKey: Comparable, Hashable, Sendable, CustomStringConvertible 
     public init(_ build: (inout IndexKeyEncoder) -> Void) {
         var encoder = IndexKeyEncoder()
         build(&encoder)
-        self.bytes = encoder.bytes
+        self = encoder.key
+    }
+
+    /// The encoded bytes. Reading them makes an array; ``withUnsafeBytes(_:)`` does not.
+    ///
+    /// - Complexity: O(m)
+    public var bytes: [UInt8] {
+        get {
+            if let spilled { return spilled }
+            return withUnsafeBytes { Array($0) }
+        }
+        set { self = IndexKey(bytes: newValue) }
+    }
+
+    /// The number of encoded bytes.
+    ///
+    /// - Complexity: O(1)
+    @inlinable
+    public var count: Int {
+        if let spilled { return spilled.count }
+        return Int(truncatingIfNeeded: w3 & 0xFF)
+    }
+
+    /// Calls `body` with the encoded bytes.
+    ///
+    /// - Complexity: O(1) plus `body`.
+    @inlinable
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        if let spilled { return try spilled.withUnsafeBytes(body) }
+        let count = Int(truncatingIfNeeded: w3 & 0xFF)
+        var words = (w0.bigEndian, w1.bigEndian, w2.bigEndian, w3.bigEndian)
+        return try Swift.withUnsafeBytes(of: &words) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+    }
+
+    /// Appends one byte: the encoder builds keys with this.
+    ///
+    /// - Complexity: amortised O(1)
+    @inlinable
+    public mutating func append(_ byte: UInt8) {
+        if spilled != nil {
+            spilled!.append(byte)
+            return
+        }
+        let count = Int(truncatingIfNeeded: w3 & 0xFF)
+        if count < Self.inlineCapacity {
+            setInline(byte, at: count)
+            w3 = (w3 & ~0xFF) | UInt64(count + 1)
+            return
+        }
+        var all = withUnsafeBytes { Array($0) }
+        all.reserveCapacity(2 * Self.inlineCapacity + 2)
+        all.append(byte)
+        w3 = (w3 & ~0xFF) | Self.spilledMarker
+        spilled = all
+    }
+
+    /// Writes byte `i` (below ``inlineCapacity``) into the zeroed inline words.
+    @inlinable
+    internal mutating func setInline(_ byte: UInt8, at i: Int) {
+        let shift = UInt64(truncatingIfNeeded: (7 - (i & 7)) * 8)
+        let value = UInt64(byte) << shift
+        switch i >> 3 {
+        case 0: w0 |= value
+        case 1: w1 |= value
+        case 2: w2 |= value
+        default: w3 |= value
+        }
     }
 
     /// Bytewise lexicographic order; a proper prefix sorts before its extensions.
     ///
-    /// - Complexity: O(min(lhs.count, rhs.count))
+    /// - Complexity: O(1) for keys that differ in their first 31 bytes or are inline.
     @inlinable
     public static func < (lhs: IndexKey, rhs: IndexKey) -> Bool {
-        return IndexKey._compare(lhs.bytes, rhs.bytes) < 0
+        return compare(lhs, rhs) < 0
+    }
+
+    @inlinable
+    public static func == (lhs: IndexKey, rhs: IndexKey) -> Bool {
+        return lhs.w0 == rhs.w0 && lhs.w1 == rhs.w1 && lhs.w2 == rhs.w2 && lhs.w3 == rhs.w3
+            && lhs.spilled == rhs.spilled
+    }
+
+    @inlinable
+    public func hash(into hasher: inout Hasher) {
+        if let spilled {
+            hasher.combine(spilled)
+        } else {
+            hasher.combine(w0)
+            hasher.combine(w1)
+            hasher.combine(w2)
+            hasher.combine(w3)
+        }
     }
 
     /// Three-way bytewise comparison: negative, zero or positive.
     ///
+    /// Zero padding and then the length order keys as `memcmp` with a proper prefix
+    /// first does; only two keys whose first 31 bytes agree and one of which is
+    /// longer than that compare their arrays.
+    @inlinable
+    public static func compare(_ lhs: IndexKey, _ rhs: IndexKey) -> Int {
+        if lhs.w0 != rhs.w0 { return lhs.w0 < rhs.w0 ? -1 : 1 }
+        if lhs.w1 != rhs.w1 { return lhs.w1 < rhs.w1 ? -1 : 1 }
+        if lhs.w2 != rhs.w2 { return lhs.w2 < rhs.w2 ? -1 : 1 }
+        let a = lhs.w3 >> 8
+        let b = rhs.w3 >> 8
+        if a != b { return a < b ? -1 : 1 }
+        let lengthA = lhs.w3 & 0xFF
+        let lengthB = rhs.w3 & 0xFF
+        if lengthA != spilledMarker && lengthB != spilledMarker { return Int(lengthA) - Int(lengthB) }
+        return lhs.withUnsafeBytes { x in rhs.withUnsafeBytes { y in _compare(x, y) } }
+    }
+
+    /// Three-way bytewise comparison of two byte arrays: negative, zero or positive.
+    ///
     /// - Complexity: O(min(lhs.count, rhs.count))
     @inlinable
     public static func _compare(_ lhs: [UInt8], _ rhs: [UInt8]) -> Int {
-        return lhs.withUnsafeBufferPointer { a in
-            rhs.withUnsafeBufferPointer { b in
-                let common = Swift.min(a.count, b.count)
-                if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
-                    let result = memcmp(pa, pb, common)
-                    if result != 0 { return Int(result) }
-                }
-                return a.count - b.count
+        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in _compare(a, b) } }
+    }
+
+    /// Three-way bytewise comparison of two buffers: negative, zero or positive.
+    @inlinable
+    public static func _compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let common = Swift.min(a.count, b.count)
+        if common > 0, let pa = a.baseAddress, let pb = b.baseAddress {
+            let result = memcmp(pa, pb, common)
+            if result != 0 { return Int(result) }
+        }
+        return a.count - b.count
+    }
+
+    /// The key of this key's first `length` bytes.
+    ///
+    /// - Precondition: `0 <= length <= count`
+    /// - Complexity: O(1) when the result is inline, O(length) when it is not.
+    public func prefix(_ length: Int) -> IndexKey {
+        precondition(length >= 0 && length <= count, "a prefix longer than the key")
+        if length > Self.inlineCapacity, let spilled {
+            return IndexKey(bytes: Array(spilled[0..<length]))
+        }
+        func kept(_ word: UInt64, _ index: Int) -> UInt64 {
+            let bytes = Swift.min(Swift.max(length - 8 * index, 0), 8)
+            return bytes == 0 ? 0 : word & (UInt64.max << UInt64(64 - 8 * bytes))
+        }
+        var result = IndexKey()
+        result.w0 = kept(w0, 0)
+        result.w1 = kept(w1, 1)
+        result.w2 = kept(w2, 2)
+        result.w3 = kept(w3 & ~0xFF, 3) | UInt64(length)
+        return result
+    }
+
+    /// The number of leading bytes this key and `other` share.
+    ///
+    /// - Complexity: O(m)
+    public func sharedPrefixCount(with other: IndexKey) -> Int {
+        withUnsafeBytes { a in
+            other.withUnsafeBytes { b in
+                let limit = Swift.min(a.count, b.count)
+                var n = 0
+                while n < limit && a[n] == b[n] { n += 1 }
+                return n
             }
         }
     }

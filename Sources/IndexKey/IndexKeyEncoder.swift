@@ -15,10 +15,15 @@ import Foundation
 /// normalisation forms (for example `"é"` as U+00E9 versus `"e"` + U+0301) are
 /// equal for Swift but encode to different keys.
 public struct IndexKeyEncoder: Sendable {
-    /// The bytes encoded so far.
+    /// The key encoded so far.
     ///
     /// - Complexity: O(1)
-    public private(set) var bytes: [UInt8]
+    public private(set) var key: IndexKey
+
+    /// The bytes encoded so far.
+    ///
+    /// - Complexity: O(m)
+    public var bytes: [UInt8] { key.bytes }
 
     /// Canonical quiet NaN for `Double` (`0x7FF8000000000000`); every NaN is encoded as this.
     public static let canonicalDoubleNaNBits: UInt64 = 0x7FF8_0000_0000_0000
@@ -30,35 +35,29 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(1)
     public init() {
-        bytes = []
-        bytes.reserveCapacity(32)
+        key = IndexKey()
     }
 
     /// Creates an encoder that continues after the components of `prefix`.
     ///
     /// - Complexity: O(m) for m bytes in `prefix`.
     public init(prefix: IndexKey) {
-        bytes = prefix.bytes
+        key = prefix
     }
-
-    /// The key encoded so far.
-    ///
-    /// - Complexity: O(1)
-    public var key: IndexKey { IndexKey(bytes: bytes) }
 
     /// Appends an absent value (tag `0x00`), which sorts before any present value.
     ///
     /// - Complexity: O(1)
     public mutating func appendNil() {
-        bytes.append(IndexKeyTag.null.rawValue)
+        key.append(IndexKeyTag.null.rawValue)
     }
 
     /// Appends a `Bool` (`false` < `true`).
     ///
     /// - Complexity: O(1)
     public mutating func append(_ value: Bool) {
-        bytes.append(IndexKeyTag.bool.rawValue)
-        bytes.append(value ? 1 : 0)
+        key.append(IndexKeyTag.bool.rawValue)
+        key.append(value ? 1 : 0)
     }
 
     /// Appends an `Int64`: big-endian with the sign bit flipped, so negative
@@ -66,7 +65,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(1)
     public mutating func append(_ value: Int64) {
-        bytes.append(IndexKeyTag.int64.rawValue)
+        key.append(IndexKeyTag.int64.rawValue)
         appendBigEndian(UInt64(bitPattern: value) ^ (1 << 63))
     }
 
@@ -81,7 +80,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(1)
     public mutating func append(_ value: UInt64) {
-        bytes.append(IndexKeyTag.uint64.rawValue)
+        key.append(IndexKeyTag.uint64.rawValue)
         appendBigEndian(value)
     }
 
@@ -90,7 +89,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(1)
     public mutating func append(_ value: Double) {
-        bytes.append(IndexKeyTag.double.rawValue)
+        key.append(IndexKeyTag.double.rawValue)
         appendBigEndian(Self.orderedBits(value))
     }
 
@@ -98,7 +97,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(1)
     public mutating func append(_ value: Float) {
-        bytes.append(IndexKeyTag.float.rawValue)
+        key.append(IndexKeyTag.float.rawValue)
         var bits: UInt32
         if value.isNaN {
             bits = Self.canonicalFloatNaNBits
@@ -107,7 +106,7 @@ public struct IndexKeyEncoder: Sendable {
         }
         bits = bits & (1 << 31) != 0 ? ~bits : bits ^ (1 << 31)
         for shift in stride(from: 24, through: 0, by: -8) {
-            bytes.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift)))
+            key.append(UInt8(truncatingIfNeeded: bits >> UInt32(shift)))
         }
     }
 
@@ -116,7 +115,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(1)
     public mutating func appendDate(secondsSinceReferenceDate seconds: Double) {
-        bytes.append(IndexKeyTag.date.rawValue)
+        key.append(IndexKeyTag.date.rawValue)
         appendBigEndian(Self.orderedBits(seconds))
     }
 
@@ -133,7 +132,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(m) for m UTF-8 bytes.
     public mutating func append(_ value: String) {
-        bytes.append(IndexKeyTag.string.rawValue)
+        key.append(IndexKeyTag.string.rawValue)
         var value = value
         value.withUTF8 { appendEscaped($0) }
     }
@@ -142,7 +141,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(m)
     public mutating func append(_ value: [UInt8]) {
-        bytes.append(IndexKeyTag.bytes.rawValue)
+        key.append(IndexKeyTag.bytes.rawValue)
         value.withUnsafeBufferPointer { appendEscaped($0) }
     }
 
@@ -150,7 +149,7 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(m)
     public mutating func append(_ value: Data) {
-        bytes.append(IndexKeyTag.bytes.rawValue)
+        key.append(IndexKeyTag.bytes.rawValue)
         value.withUnsafeBytes { appendEscaped($0.bindMemory(to: UInt8.self)) }
     }
 
@@ -158,8 +157,8 @@ public struct IndexKeyEncoder: Sendable {
     ///
     /// - Complexity: O(1)
     public mutating func append(uuid: uuid_t) {
-        bytes.append(IndexKeyTag.uuid.rawValue)
-        withUnsafeBytes(of: uuid) { bytes.append(contentsOf: $0) }
+        key.append(IndexKeyTag.uuid.rawValue)
+        withUnsafeBytes(of: uuid) { for byte in $0 { key.append(byte) } }
     }
 
     /// Appends a `UUID` (see ``append(uuid:)``).
@@ -182,18 +181,19 @@ public struct IndexKeyEncoder: Sendable {
     }
 
     private mutating func appendBigEndian(_ value: UInt64) {
-        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            key.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
+        }
     }
 
     private mutating func appendEscaped(_ content: UnsafeBufferPointer<UInt8>) {
-        bytes.reserveCapacity(bytes.count + content.count + 2)
         for byte in content {
-            bytes.append(byte)
+            key.append(byte)
             if byte == 0 {
-                bytes.append(0xFF)
+                key.append(0xFF)
             }
         }
-        bytes.append(0)
-        bytes.append(0)
+        key.append(0)
+        key.append(0)
     }
 }

@@ -366,19 +366,23 @@ public struct SnapshotTable: Sendable {
             return
         }
         var group: [(IndexKey, Int64)] = []
-        var groupTuple: ArraySlice<UInt8> = []
         let suffix = index.isUnique ? 0 : 9
         while start < end {
             tree.formIndex(before: &end)
             let element = tree[end]
-            let tuple = element.key.bytes.dropLast(suffix)
-            if !group.isEmpty && tuple != groupTuple {
+            if let first = group.first, !Self.sameTuple(first.0, element.key, suffix: suffix) {
                 for (key, pk) in group.reversed() where !body(key, pk) { return }
                 group.removeAll(keepingCapacity: true)
             }
-            groupTuple = tuple
             group.append((element.key, element.value))
         }
         for (key, pk) in group.reversed() where !body(key, pk) { return }
+    }
+
+    /// Whether two index entries hold the same indexed values: their keys without the
+    /// `suffix` bytes of the primary key are equal.
+    static func sameTuple(_ a: IndexKey, _ b: IndexKey, suffix: Int) -> Bool {
+        guard a.count == b.count, a.count >= suffix else { return false }
+        return a.sharedPrefixCount(with: b) >= a.count - suffix
     }
 }

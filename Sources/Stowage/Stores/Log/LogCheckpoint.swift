@@ -138,17 +138,14 @@ struct LogCheckpoint: Equatable {
             }
             w.varint(entity.indexes.count)
             for index in entity.indexes {
-                var last: [UInt8] = []
+                var last = IndexKey()
                 for (key, primaryKey) in zip(index.keys, index.primaryKeys) {
-                    let bytes = key.bytes
-                    var shared = 0
-                    let limit = min(last.count, bytes.count)
-                    while shared < limit && last[shared] == bytes[shared] { shared += 1 }
+                    let shared = last.sharedPrefixCount(with: key)
                     w.varint(shared)
-                    w.varint(bytes.count - shared)
-                    w.bytes.append(contentsOf: bytes[shared...])
+                    w.varint(key.count - shared)
+                    key.withUnsafeBytes { w.bytes.append(contentsOf: $0[shared...]) }
                     w.zigzag(primaryKey)
-                    last = bytes
+                    last = key
                 }
             }
         }
@@ -244,23 +241,21 @@ struct LogCheckpoint: Equatable {
                 var entries = Entries()
                 entries.keys.reserveCapacity(count)
                 entries.primaryKeys.reserveCapacity(count)
-                var last: [UInt8] = []
+                var last = IndexKey()
                 for _ in 0..<count {
                     let shared = try r.varint()
                     guard shared <= UInt64(last.count) else {
                         throw LogDecodeError("a checkpoint index entry shares more bytes than its predecessor has")
                     }
                     let suffixLength = try r.count(minimumSize: 1)
-                    var bytes = [UInt8]()
-                    bytes.reserveCapacity(Int(shared) + suffixLength)
-                    bytes.append(contentsOf: last[0..<Int(shared)])
-                    bytes.append(contentsOf: try r.bytes(suffixLength))
-                    if !entries.keys.isEmpty, IndexKey._compare(last, bytes) >= 0 {
+                    var key = last.prefix(Int(shared))
+                    for byte in try r.bytes(suffixLength) { key.append(byte) }
+                    if !entries.keys.isEmpty, !(last < key) {
                         throw LogDecodeError("checkpoint index entries of entity \(entityIndex) are not ascending")
                     }
                     entries.primaryKeys.append(try r.zigzag())
-                    entries.keys.append(IndexKey(bytes: bytes))
-                    last = bytes
+                    entries.keys.append(key)
+                    last = key
                 }
                 indexes.append(entries)
             }

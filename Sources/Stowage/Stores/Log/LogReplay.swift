@@ -223,57 +223,35 @@ extension SnapshotTable {
 extension SnapshotTable {
     /// The positions of `keys` in ascending key order (stable). Index keys are distinct (a
     /// non-unique index appends the primary key); should two be equal, the tree's own
-    /// stable sort keeps the later one, as applying saves would. The keys are compared in
-    /// one flat buffer, which spares the sort a retain and release per comparison.
+    /// stable sort keeps the later one, as applying saves would.
     static func sortedOrder(of keys: [IndexKey]) -> [Int] {
         if zip(keys, keys.dropFirst()).allSatisfy({ !($1 < $0) }) { return Array(keys.indices) }
-        var flat: [UInt8] = []
-        flat.reserveCapacity(keys.count * 24)
-        var offsets: [Int] = []
-        offsets.reserveCapacity(keys.count + 1)
-        for key in keys {
-            offsets.append(flat.count)
-            flat.append(contentsOf: key.bytes)
-        }
-        offsets.append(flat.count)
         // Most comparisons are settled by 8 bytes after the prefix every key shares (a
-        // type tag, a common word), read as one big-endian integer; only ties compare bytes.
-        var shared = keys.first?.bytes.count ?? 0
-        if let first = keys.first?.bytes {
+        // type tag, a common word), read as one big-endian integer and sorted beside the
+        // position; only ties compare the keys.
+        var shared = keys.first?.count ?? 0
+        if let first = keys.first {
             for key in keys.dropFirst() where shared > 0 {
-                let bytes = key.bytes
-                var n = 0
-                let limit = min(shared, bytes.count)
-                while n < limit, bytes[n] == first[n] { n += 1 }
-                shared = n
+                shared = min(shared, first.sharedPrefixCount(with: key))
             }
         }
         var entries: [(prefix: UInt64, index: Int)] = []
         entries.reserveCapacity(keys.count)
         for (index, key) in keys.enumerated() {
-            var prefix: UInt64 = 0
-            let bytes = key.bytes
-            for i in shared..<shared + 8 {
-                prefix = prefix << 8 | UInt64(i < bytes.count ? bytes[i] : 0)
+            let prefix = key.withUnsafeBytes { bytes in
+                var prefix: UInt64 = 0
+                for i in shared..<shared + 8 {
+                    prefix = prefix << 8 | UInt64(i < bytes.count ? bytes[i] : 0)
+                }
+                return prefix
             }
             entries.append((prefix, index))
         }
-        flat.withUnsafeBufferPointer { bytes in
-            offsets.withUnsafeBufferPointer { start in
-                guard let base = bytes.baseAddress else { return }
-                entries.sort { x, y in
-                    if x.prefix != y.prefix { return x.prefix < y.prefix }
-                    let a = x.index
-                    let b = y.index
-                    let lengthA = start[a + 1] - start[a]
-                    let lengthB = start[b + 1] - start[b]
-                    let common = min(lengthA, lengthB)
-                    if common > 0 {
-                        let result = memcmp(base + start[a], base + start[b], common)
-                        if result != 0 { return result < 0 }
-                    }
-                    return lengthA < lengthB || (lengthA == lengthB && a < b)
-                }
+        keys.withUnsafeBufferPointer { keys in
+            entries.sort { x, y in
+                if x.prefix != y.prefix { return x.prefix < y.prefix }
+                let order = IndexKey.compare(keys[x.index], keys[y.index])
+                return order < 0 || (order == 0 && x.index < y.index)
             }
         }
         return entries.map(\.index)

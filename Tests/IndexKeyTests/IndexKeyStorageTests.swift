@@ -1,0 +1,107 @@
+import IndexKey
+import Testing
+
+/// Keys are held inline up to `IndexKey.inlineCapacity` bytes and in an array past it.
+/// These tests compare keys of every length around that boundary with plain byte arrays.
+@Suite("IndexKey storage")
+struct IndexKeyStorageTests {
+    /// `memcmp` order with a proper prefix first, on arrays.
+    static func byteOrder(_ a: [UInt8], _ b: [UInt8]) -> Int {
+        for (x, y) in zip(a, b) where x != y { return x < y ? -1 : 1 }
+        return a.count - b.count
+    }
+
+    /// Random bytes of a length near the inline boundary, mostly sharing a prefix, with
+    /// zeros and 0xFF common, so that zero padding and long shared prefixes are exercised.
+    static func randomBytes(_ rng: inout SplitMix64, prefix: [UInt8]) -> [UInt8] {
+        let length = Int(rng.next() % 70)
+        var bytes: [UInt8] = []
+        for i in 0..<length {
+            switch rng.next() % 6 {
+            case 0: bytes.append(0)
+            case 1: bytes.append(0xFF)
+            case 2, 3: bytes.append(i < prefix.count ? prefix[i] : 0)
+            default: bytes.append(UInt8(truncatingIfNeeded: rng.next()))
+            }
+        }
+        return bytes
+    }
+
+    @Test func orderEqualityAndHashMatchTheBytes() {
+        var rng = SplitMix64(seed: 31)
+        let prefix = (0..<70).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        let samples =
+            (0..<600).map { _ in Self.randomBytes(&rng, prefix: prefix) }
+            + [[], [0], [0, 0], Array(repeating: 0, count: 31), Array(repeating: 0, count: 32)]
+            + [Array(prefix[0..<30]), Array(prefix[0..<31]), Array(prefix[0..<32]), Array(prefix[0..<33])]
+            + [Array(prefix[0..<31]) + [0], Array(prefix[0..<31]) + [0, 0], Array(repeating: 0xFF, count: 40)]
+        let keys = samples.map(IndexKey.init(bytes:))
+        for (bytes, key) in zip(samples, keys) {
+            #expect(key.bytes == bytes)
+            #expect(key.count == bytes.count)
+            #expect(key.withUnsafeBytes { Array($0) } == bytes)
+        }
+        for i in samples.indices {
+            for j in samples.indices where (i * 7 + j) % 5 == 0 || samples[i].count == samples[j].count {
+                let expected = Self.byteOrder(samples[i], samples[j]).signum()
+                let found = IndexKey.compare(keys[i], keys[j]).signum()
+                #expect(found == expected, "\(samples[i]) vs \(samples[j])")
+                #expect((keys[i] < keys[j]) == (expected < 0))
+                #expect((keys[i] == keys[j]) == (expected == 0))
+                if keys[i] == keys[j] { #expect(keys[i].hashValue == keys[j].hashValue) }
+            }
+        }
+        #expect(keys.sorted().map(\.bytes) == samples.sorted { Self.byteOrder($0, $1) < 0 })
+    }
+
+    @Test func appendingByteByByteBuildsTheSameKey() {
+        var rng = SplitMix64(seed: 5)
+        for length in 0...80 {
+            let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            var built = IndexKey()
+            for byte in bytes { built.append(byte) }
+            #expect(built == IndexKey(bytes: bytes), "length \(length)")
+            #expect(built.bytes == bytes)
+            #expect(built.hashValue == IndexKey(bytes: bytes).hashValue)
+        }
+    }
+
+    @Test func sharedPrefixesAcrossTheBoundary() {
+        let base = (0..<50).map { UInt8($0 + 1) }
+        for cut in [0, 1, 30, 31, 32, 33, 49] {
+            var other = base
+            other[cut] = 0
+            #expect(IndexKey(bytes: base).sharedPrefixCount(with: IndexKey(bytes: other)) == cut)
+            #expect(IndexKey(bytes: base).sharedPrefixCount(with: IndexKey(bytes: Array(base[0..<cut]))) == cut)
+        }
+    }
+
+    @Test func prefixesOfEveryLength() {
+        var rng = SplitMix64(seed: 9)
+        for length in [0, 5, 30, 31, 32, 33, 64] {
+            let bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next() | 1) }
+            let key = IndexKey(bytes: bytes)
+            for cut in 0...length {
+                let prefix = key.prefix(cut)
+                #expect(prefix == IndexKey(bytes: Array(bytes[0..<cut])), "\(cut) of \(length)")
+                #expect(prefix.bytes == Array(bytes[0..<cut]))
+                var extended = prefix
+                for byte in bytes[cut...] { extended.append(byte) }
+                #expect(extended == key, "\(cut) of \(length), extended back")
+            }
+        }
+    }
+
+    @Test func encodedKeysStayInlineUpToTheCapacity() {
+        // A UUID, and a short string followed by a primary key, as indexes store them.
+        let uuid = IndexKey { $0.append(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)) }
+        #expect(uuid.count == 17)
+        let short = IndexKey { $0.append("Destination 42") }.appendingPrimaryKey(7)
+        #expect(short.count == 26)
+        #expect(short.count <= IndexKey.inlineCapacity)
+        let long = IndexKey { $0.append(String(repeating: "x", count: 40)) }.appendingPrimaryKey(7)
+        #expect(long.count == 52)
+        #expect(long > IndexKey { $0.append(String(repeating: "x", count: 40)) })
+        #expect(long < IndexKey { $0.append(String(repeating: "x", count: 41)) })
+    }
+}
