@@ -1,0 +1,129 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@testable import Stowage
+
+/// A model of an entity whose attributes are all of common types writes its values in the
+/// store's form (values mode, `ModelBackingData.encodedValues`), and a save takes them as
+/// they are. A saved record must never change with a later write to the model, and a model
+/// must read back what it was given at every step.
+@Suite("Values written encoded")
+struct EncodedValuesTests {
+    static let date = Date(timeIntervalSinceReferenceDate: 9_876.25)
+    static let uuid = UUID(uuidString: "0F9619FF-8B86-D011-B42D-00CF4FC964FF")!
+
+    static func containers() throws -> [(String, ModelContainer, LogTestDirectory?)] {
+        let memory = try ModelContainer(
+            for: Reading.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let directory = LogTestDirectory.fresh()
+        let log = try ModelContainer(
+            for: [Reading.self],
+            configurations: [LogStoreConfiguration(schema: Schema([Reading.self]), url: directory.storeURL)])
+        return [("memory", memory, nil), ("log", log, directory)]
+    }
+
+    @Test func theEntityIsInValuesMode() {
+        #expect(Schema([Reading.self]).entitiesByName["Reading"]?.lazyChecks?.count == 9)
+        let reading = Reading(label: "new")
+        let snapshot = try? reading.persistentBackingData.snapshot()
+        #expect(
+            snapshot?.values == [
+                .string("new"), .int(0), .int(0), .double(0), .bool(false), .date(Date(timeIntervalSince1970: 0)),
+                .uuid(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))), .data(Data()), .null,
+            ])
+    }
+
+    @Test func valuesReadBackAtEveryStep() throws {
+        for (name, container, directory) in try Self.containers() {
+            defer { directory?.remove() }
+            let context = ModelContext(container)
+            let reading = Reading(label: "first")
+            reading.count = 3
+            reading.big = -9
+            reading.ratio = 0.5
+            reading.flag = true
+            reading.when = Self.date
+            reading.id = Self.uuid
+            reading.blob = Data([9, 8])
+            reading.note = "n"
+            #expect(reading.label == "first", "\(name)")
+            context.insert(reading)
+            try context.save()
+            #expect(reading.count == 3 && reading.note == "n", "\(name): after the save")
+
+            // A write after the save changes the model, not the record saved before it.
+            reading.label = "second"
+            reading.note = nil
+            #expect(reading.label == "second" && reading.note == nil, "\(name)")
+            let other = try #require(try ModelContext(container).fetch(FetchDescriptor<Reading>()).first)
+            #expect(other.label == "first", "\(name): the saved record changed with an unsaved write")
+            #expect(other.note == "n", "\(name)")
+            #expect(other.count == 3 && other.big == -9 && other.ratio == 0.5 && other.flag, "\(name)")
+            #expect(other.when == Self.date && other.id == Self.uuid && other.blob == Data([9, 8]), "\(name)")
+
+            try context.save()
+            let fetcher = ModelContext(container)
+            let again = try #require(try fetcher.fetch(FetchDescriptor<Reading>()).first)
+            #expect(again.label == "second" && again.note == nil, "\(name)")
+
+            // A fetched model written to and saved, then written again without a save.
+            again.count = 11
+            try fetcher.save()
+            again.count = 12
+            let third = try #require(try ModelContext(container).fetch(FetchDescriptor<Reading>()).first)
+            #expect(third.count == 11, "\(name)")
+            #expect(again.count == 12, "\(name)")
+        }
+    }
+
+    @Test func aSnapshotIsAValueTheModelCannotChange() throws {
+        let reading = Reading(label: "kept")
+        let before = try reading.persistentBackingData.snapshot()
+        reading.label = "changed"
+        reading.count = 5
+        #expect(before.values[0] == .string("kept"))
+        #expect(before.values[1] == .int(0))
+        let after = try reading.persistentBackingData.snapshot()
+        #expect(after.values[0] == .string("changed"))
+        #expect(after.values[1] == .int(5))
+    }
+
+    @Test func uniqueValuesWrittenEncodedStillUpsert() throws {
+        for (name, container, directory) in try Self.containers() {
+            defer { directory?.remove() }
+            let context = ModelContext(container)
+            let first = Reading(label: "a")
+            first.id = Self.uuid
+            first.count = 1
+            context.insert(first)
+            try context.save()
+            let second = Reading(label: "b")
+            second.id = Self.uuid
+            second.count = 2
+            context.insert(second)
+            try context.save()
+            let all = try ModelContext(container).fetch(FetchDescriptor<Reading>())
+            #expect(all.count == 1, "\(name)")
+            #expect(all.first?.label == "b" && all.first?.count == 2, "\(name)")
+        }
+    }
+}
+
+/// Attributes of common types only, so that it writes its values encoded.
+@Model
+final class Reading {
+    var label: String
+    var count: Int = 0
+    var big: Int64 = 0
+    var ratio: Double = 0
+    var flag = false
+    var when = Date(timeIntervalSince1970: 0)
+    @Attribute(.unique) var id = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+    var blob = Data()
+    var note: String?
+
+    init(label: String) {
+        self.label = label
+    }
+}
