@@ -63,6 +63,21 @@ struct BatchTests {
         #expect(context.registeredModelCount == 9)
     }
 
+    @Test func enumerateNoticesModelsTheBlockRegistersMidBatch() throws {
+        let context = ModelContext(try filled(10))
+        var fetched: [Item] = []
+        var seen = 0
+        var same = 0
+        try context.enumerate(FetchDescriptor<Item>(), batchSize: 10) { item in
+            seen += 1
+            // The fourth call fetches every item: the six after it are registered by then.
+            if seen == 4 { fetched = try context.fetch(FetchDescriptor<Item>()) }
+            if seen > 4, fetched.contains(where: { $0 === item }) { same += 1 }
+        }
+        #expect(seen == 10)
+        #expect(same == 6, "enumerate made a second model for an identifier the block had registered")
+    }
+
     @Test func enumerateRefusesEscapingMutationsUnlessAllowed() throws {
         let context = ModelContext(try filled(10))
         #expect(throws: SwiftDataError.escapingMutationsInEnumeration) {

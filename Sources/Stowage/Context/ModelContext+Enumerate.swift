@@ -43,24 +43,32 @@ extension ModelContext {
             let batch = Array(ids[start..<min(ids.count, start + size)])
             start += size
             // Models this context already has, and the snapshots of the others, in order.
-            let existing = batch.map { registered[$0] }
+            let existing = registered.isEmpty ? Array(repeating: nil, count: batch.count) : batch.map { registered[$0] }
             var missing: [PersistentIdentifier] = []
             for (id, model) in zip(batch, existing) where model == nil { missing.append(id) }
             let snapshots = try loadSnapshotsInOrder(missing)
             var next = 0
             var loaded: [PersistentIdentifier] = []
+            loaded.reserveCapacity(missing.count)
+            // The registry as this loop left it. Once it has changed in between, the block
+            // registered or dropped models itself, and each model is looked up before it is
+            // loaded for the rest of the batch.
+            var known = registryChanges
+            var lookUp = false
             for (id, found) in zip(batch, existing) {
                 let model: any PersistentModel
                 if let found {
                     model = found
                 } else {
                     defer { next += 1 }
-                    if let registeredMeanwhile = registered[id] {
+                    if registryChanges != known { lookUp = true }
+                    if lookUp, let registeredMeanwhile = registered[id] {
                         // The block fetched it already: keep that model, and keep it registered.
                         model = registeredMeanwhile
                     } else {
                         guard let snapshot = snapshots[next] else { continue }
-                        model = try materialize(snapshot, entity: entity)
+                        model = try materialize(snapshot, entity: entity, knownUnregistered: true)
+                        known = registryChanges
                         loaded.append(id)
                     }
                 }

@@ -33,7 +33,12 @@ public final class ModelContext {
     public var uniquenessPolicy: UniquenessPolicy = .upsert
 
     let editingID = UUID()
-    var registered: [PersistentIdentifier: any PersistentModel] = [:]
+    var registered: [PersistentIdentifier: any PersistentModel] = [:] {
+        didSet { registryChanges &+= 1 }
+    }
+    /// Counts the changes to `registered`, so that `enumerate` can tell whether its block
+    /// registered anything and skip looking up the models it is about to load when not.
+    var registryChanges = 0
     var insertedOrder: [PersistentIdentifier] = []
     var insertedSet: Set<PersistentIdentifier> = []
     var changedOrder: [PersistentIdentifier] = []
@@ -280,9 +285,11 @@ public final class ModelContext {
 
     /// The registered model for a snapshot, refreshed if it has no unsaved changes, or a
     /// new model registered for it.
-    func materialize(_ snapshot: DefaultSnapshot, entity known: Schema.Entity? = nil) throws -> any PersistentModel {
+    func materialize(
+        _ snapshot: DefaultSnapshot, entity known: Schema.Entity? = nil, knownUnregistered: Bool = false
+    ) throws -> any PersistentModel {
         let id = snapshot.persistentIdentifier
-        if let model = registered[id] {
+        if !knownUnregistered, let model = registered[id] {
             if !hasPendingChanges(id) {
                 try model.persistentBackingData.apply(snapshot)
             }

@@ -8,6 +8,10 @@ import Foundation
 /// so that saved object graphs hold no reference cycles.
 ///
 /// SwiftData's equivalent is the `BackingData` protocol; Stowage has one concrete class.
+///
+/// The stored properties read on every property access are `@exclusivity(unchecked)`: a
+/// model is used from one context at a time, and no method of this class reads one of them
+/// while it modifies the same one. The dynamic checks were a tenth of a property read.
 public final class ModelBackingData {
     enum Slot {
         case unset
@@ -21,7 +25,7 @@ public final class ModelBackingData {
 
     /// The model class.
     let modelType: any PersistentModel.Type
-    private var resolvedEntity: Schema.Entity?
+    @exclusivity(unchecked) private var resolvedEntity: Schema.Entity?
     /// The entity the model belongs to.
     public var entity: Schema.Entity {
         if let resolvedEntity { return resolvedEntity }
@@ -30,7 +34,7 @@ public final class ModelBackingData {
         return entity
     }
     /// The values in schema order; empty until the first write, which sizes it.
-    var slots: [Slot]
+    @exclusivity(unchecked) var slots: [Slot]
     /// The values in the store's form, while `slots` is empty (values mode), for an entity
     /// of attributes of common types (`Schema.Entity.lazyChecks`). A fetched model keeps
     /// the store's array, whose every value was checked to decode, and a read decodes the
@@ -38,10 +42,10 @@ public final class ModelBackingData {
     /// than `slots` (24 bytes a value, not 40) and a save copies it as it is. Any other write
     /// moves the values to `slots`.
     /// Stowage's own optimization: SwiftData has nothing like it to mirror.
-    private var encodedValues: [SnapshotValue] = []
+    @exclusivity(unchecked) private var encodedValues: [SnapshotValue] = []
     /// In values mode, a bit for each property not written yet: a new model in its `init`.
-    private var unsetValues: UInt64 = 0
-    private var assignedID: PersistentIdentifier?
+    @exclusivity(unchecked) private var unsetValues: UInt64 = 0
+    @exclusivity(unchecked) private var assignedID: PersistentIdentifier?
     /// The model's identifier: a temporary one, made when first asked for, until a store
     /// assigns a permanent one.
     public internal(set) var persistentModelID: PersistentIdentifier {
@@ -59,7 +63,7 @@ public final class ModelBackingData {
     private var initialValueCursor = 0
     /// Relationship slots filled before the model object existed; their inverses are
     /// linked when the model is first used.
-    var pendingInverses: [Int] = []
+    @exclusivity(unchecked) var pendingInverses: [Int] = []
 
     /// Creates empty storage for a new model of `type`. `@Model` calls this.
     ///
