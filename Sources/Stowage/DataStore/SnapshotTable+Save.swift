@@ -72,6 +72,12 @@ extension SnapshotTable {
             }
             return entity
         }
+        /// The stored record, through the entity's state: looking it up in `entities`
+        /// would copy the entity's records (a retain of each of their parts) every time.
+        func stored(_ entity: Schema.Entity, _ key: Int64) throws -> DefaultSnapshot? {
+            guard let row = state(entity).records?.rows.value(forKey: key) else { return nil }
+            return try resolve(row, entity: entity.name, key: key)
+        }
         func uniqueKeys(_ entity: Schema.Entity, _ snapshot: DefaultSnapshot) -> [IndexKey] {
             guard let records = state(entity).records else { return [] }
             return records.uniqueIndex.map { records.indexes[$0].tupleKey(snapshot) }
@@ -126,7 +132,7 @@ extension SnapshotTable {
             let entity = try entity(snapshot)
             let id = snapshot.persistentIdentifier
             guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
-                let stored = try stored(entity.name, pk),
+                let stored = try stored(entity, pk),
                 !state(entity).deletedKeys.contains(pk)
             else { continue }
             state(entity).deletedKeys.insert(pk)
@@ -162,7 +168,7 @@ extension SnapshotTable {
                     release(
                         entity,
                         uniqueKeys(entity, DefaultSnapshot(persistentIdentifier: permanent, values: previous.values)))
-                } else if let stored = try stored(entity.name, target) {
+                } else if let stored = try stored(entity, target) {
                     release(entity, uniqueKeys(entity, stored))
                 }
                 let isInsert = finalValues[permanent]?.isInsert ?? false
@@ -192,7 +198,7 @@ extension SnapshotTable {
             else { continue }
             if !entity.uniquenessConstraints.isEmpty {
                 var previous = finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
-                if previous == nil, let found = try stored(entity.name, pk) {
+                if previous == nil, let found = try stored(entity, pk) {
                     previous = found
                     // A record read back by location is kept for `loadReplaced`, which then
                     // does not read it a second time.

@@ -71,6 +71,24 @@ struct RecordKey: Hashable, Sendable {
     }
 }
 
+/// Finds the rows of one entity after another: the entity's records are copied out of the
+/// table (a retain of each of their parts) once per run of that entity, not once per row.
+struct RowLookup {
+    private let table: SnapshotTable
+    private var entity: String?
+    private var records: SnapshotTable.EntityRecords?
+
+    init(_ table: SnapshotTable) { self.table = table }
+
+    mutating func row(_ entity: String, _ key: Int64) -> StoredRow? {
+        if self.entity != entity {
+            self.entity = entity
+            records = table.entities[entity]
+        }
+        return records?.rows.value(forKey: key)
+    }
+}
+
 extension SnapshotTable {
     /// Reads the stored snapshot of every record `prepared` replaces (updates and deletes)
     /// that the table holds by location, into `prepared.replaced`, so that applying it,
@@ -79,9 +97,10 @@ extension SnapshotTable {
     /// file may already be gone).
     func loadReplaced(_ prepared: inout PreparedSave) throws {
         var coversExternal: [String: Bool] = [:]
+        var rows = RowLookup(self)
         func load(_ entity: String, _ key: Int64) throws {
             let id = RecordKey(entity: entity, key: key)
-            guard prepared.replaced[id] == nil, let row = entities[entity]?.rows.value(forKey: key),
+            guard prepared.replaced[id] == nil, let row = rows.row(entity, key),
                 case .location(let location) = row, let source
             else { return }
             let external = coversExternal[entity] ?? indexesCoverExternalValues(of: entity)

@@ -99,10 +99,11 @@ extension SnapshotTable {
         var undo = PreparedSave()
         var seen: Set<RecordKey> = []
         var rows: [StoredRow] = []
+        var lookup = RowLookup(self)
         func remember(_ entity: String, _ key: Int64) {
             let id = RecordKey(entity: entity, key: key)
             guard seen.insert(id).inserted else { return }
-            if let row = entities[entity]?.rows.value(forKey: key) {
+            if let row = lookup.row(entity, key) {
                 let old: DefaultSnapshot
                 switch row {
                 case .snapshot(let snapshot): old = snapshot
