@@ -75,12 +75,11 @@ extension SnapshotTable {
         /// The stored record, through the entity's state: looking it up in `entities`
         /// would copy the entity's records (a retain of each of their parts) every time.
         func stored(_ entity: Schema.Entity, _ key: Int64) throws -> DefaultSnapshot? {
-            guard let row = state(entity).records?.rows.value(forKey: key) else { return nil }
+            guard let row = state(entity).rows.value(forKey: key) else { return nil }
             return try resolve(row, entity: entity.name, key: key)
         }
         func uniqueKeys(_ entity: Schema.Entity, _ snapshot: DefaultSnapshot) -> [IndexKey] {
-            guard let records = state(entity).records else { return [] }
-            return records.uniqueIndex.map { records.indexes[$0].tupleKey(snapshot) }
+            state(entity).uniqueIndexes.map { $0.tupleKey(snapshot) }
         }
         func owner(_ entity: Schema.Entity, _ constraint: Int, _ key: IndexKey) -> Int64? {
             let state = state(entity)
@@ -88,8 +87,8 @@ extension SnapshotTable {
                 if let pk = state.claimed[constraint][key] { return pk }
                 if state.released[constraint].contains(key) { return nil }
             }
-            guard let records = state.records,
-                let pk = records.indexes[records.uniqueIndex[constraint]].tree.value(forKey: key)
+            guard constraint < state.uniqueIndexes.count,
+                let pk = state.uniqueIndexes[constraint].tree.value(forKey: key)
             else { return nil }
             return state.deletedKeys.contains(pk) ? nil : pk
         }
@@ -193,7 +192,7 @@ extension SnapshotTable {
             let entity = try entity(snapshot)
             let id = prepared.remapped[snapshot.persistentIdentifier] ?? snapshot.persistentIdentifier
             guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
-                state(entity).records?.rows.value(forKey: pk) != nil || finalValues[id] != nil,
+                state(entity).rows.value(forKey: pk) != nil || finalValues[id] != nil,
                 !state(entity).deletedKeys.contains(pk)
             else { continue }
             if !entity.uniquenessConstraints.isEmpty {
@@ -354,7 +353,11 @@ extension SnapshotTable {
 /// One entity's part of ``SnapshotTable/prepare(_:)``: its stored records, and what the
 /// save does to them so far.
 final class PrepareState {
-    let records: SnapshotTable.EntityRecords?
+    /// The entity's stored rows, and its unique indexes in constraint order: taken out of
+    /// its records once, as reading them through the records for each look-up copied them
+    /// whole, a retain of each of their parts.
+    let rows: RowDirectory
+    let uniqueIndexes: [EntityIndex]
     let scope: IdentifierScope
     // Only `prepare` touches one, on one thread: no dynamic exclusivity checks.
     /// Primary keys the save deletes.
@@ -365,7 +368,8 @@ final class PrepareState {
     @exclusivity(unchecked) var released: [Set<IndexKey>] = []
 
     init(records: SnapshotTable.EntityRecords?, scope: IdentifierScope) {
-        self.records = records
+        self.rows = records?.rows ?? RowDirectory()
+        self.uniqueIndexes = records.map { records in records.uniqueIndex.map { records.indexes[$0] } } ?? []
         self.scope = scope
     }
 }
