@@ -251,8 +251,9 @@ public final class ModelContext {
     func resolveModel(for id: PersistentIdentifier, entity: Schema.Entity?) -> (any PersistentModel)? {
         if let model = registered[id] { return model }
         if deletedModels[id] != nil || id.isTemporary { return nil }
-        guard let snapshot = try? loadSnapshots([id])[id] else { return nil }
-        return try? materialize(snapshot)
+        // One identifier: read in order, without the dictionaries `loadSnapshots` builds.
+        guard let found = try? loadSnapshotsInOrder([id]), let snapshot = found.first ?? nil else { return nil }
+        return try? materialize(snapshot, entity: entity, knownUnregistered: true)
     }
 
     /// The stored snapshots of `ids`, in their order (`nil` for a missing record): without
