@@ -126,12 +126,16 @@ extension ModelContext {
         let updatedIDs = changedOrder
         var settled: [any PersistentModel] = []
         var finalInserted: [PersistentIdentifier] = []
+        settled.reserveCapacity(insertedIDs.count + updatedIDs.count)
+        finalInserted.reserveCapacity(insertedIDs.count)
         for old in insertedIDs {
             guard let model = registered.removeValue(forKey: old) else { continue }
             let new = remapped[old] ?? old
             model.persistentBackingData.persistentModelID = new
             finalInserted.append(new)
-            if let existing = registered[new], existing !== model {
+            // Only an upsert (which the store lists to reregister) can land on an identifier
+            // the context has already: a plain insert's key is new, so its look-up is skipped.
+            if !reregister.isEmpty, reregister[new] != nil, let existing = registered[new], existing !== model {
                 // An upsert onto a model this context already has: keep that one.
                 model.persistentBackingData.context = nil
                 if let snapshot = reregister[new] { try? model.persistentBackingData.apply(snapshot) }

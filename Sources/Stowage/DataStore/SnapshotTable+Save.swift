@@ -141,12 +141,9 @@ extension SnapshotTable {
         }
 
         // Inserts: a new key, or an upsert onto the record that holds the same unique values.
-        var finalValues:
-            [PersistentIdentifier: (entity: Schema.Entity, key: Int64, values: [SnapshotValue], isInsert: Bool)] = [:]
-        var writeOrder: [PersistentIdentifier] = []
+        var finalValues = PendingWrites(firstNewKey: nextKey)
         let expected = request.inserted.count + request.updated.count
         finalValues.reserveCapacity(expected)
-        writeOrder.reserveCapacity(expected)
         prepared.remapped.reserveCapacity(request.inserted.count)
         prepared.writes.reserveCapacity(expected)
         for snapshot in request.inserted {
@@ -171,17 +168,14 @@ extension SnapshotTable {
                     release(entity, uniqueKeys(entity, stored))
                 }
                 let isInsert = finalValues[permanent]?.isInsert ?? false
-                if finalValues.updateValue((entity, target, snapshot.values, isInsert), forKey: permanent) == nil {
-                    writeOrder.append(permanent)
-                }
+                finalValues.set(permanent, (entity, target, snapshot.values, isInsert))
                 prepared.reregister[permanent] = DefaultSnapshot(
                     persistentIdentifier: permanent, values: snapshot.values)
             } else {
                 let pk = nextKey
                 nextKey += 1
                 permanent = .permanent(in: state(entity).scope, primaryKey: pk)
-                finalValues[permanent] = (entity, pk, snapshot.values, true)
-                writeOrder.append(permanent)
+                finalValues.set(permanent, (entity, pk, snapshot.values, true))
             }
             prepared.remapped[snapshot.persistentIdentifier] = permanent
             if !keys.isEmpty { claim(entity, keys, permanent.primaryKey ?? 0) }
@@ -217,14 +211,11 @@ extension SnapshotTable {
                 }
             }
             let isInsert = finalValues[id]?.isInsert ?? false
-            if finalValues.updateValue((entity, pk, snapshot.values, isInsert), forKey: id) == nil {
-                writeOrder.append(id)
-            }
+            finalValues.set(id, (entity, pk, snapshot.values, isInsert))
         }
 
         // Relationship values that point at temporary identifiers now point at permanent ones.
-        for id in writeOrder {
-            guard let final = finalValues[id] else { continue }
+        for (id, final) in finalValues.inOrder {
             let stored = DefaultSnapshot(persistentIdentifier: id, values: final.values)
                 .copy(persistentIdentifier: id, remappedIdentifiers: prepared.remapped)
             prepared.writes.append((final.entity.name, final.key, stored, final.isInsert))
@@ -347,6 +338,61 @@ extension SnapshotTable {
         let source = self.source
         self = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
         self.source = source
+    }
+}
+
+/// The writes ``SnapshotTable/prepare(_:)`` has settled on so far, in the order each record
+/// was first written, found by identifier. A new record's key is the next one handed out,
+/// so its write is found by its key's offset from the first new key, in an array; only
+/// writes onto stored records (upserts and updates) are found through a dictionary. A 1M-row
+/// import so hashes no identifier here.
+struct PendingWrites {
+    typealias Write = (entity: Schema.Entity, key: Int64, values: [SnapshotValue], isInsert: Bool)
+    private(set) var inOrder: [(id: PersistentIdentifier, write: Write)] = []
+    /// The first key this save hands out.
+    let firstNewKey: Int64
+    /// The position in `inOrder` of the write of key `firstNewKey + i`.
+    private var newPositions: [Int] = []
+    /// The positions of writes to other keys.
+    private var positions: [Int64: Int] = [:]
+
+    init(firstNewKey: Int64) { self.firstNewKey = firstNewKey }
+
+    mutating func reserveCapacity(_ count: Int) {
+        inOrder.reserveCapacity(count)
+        newPositions.reserveCapacity(count)
+    }
+
+    /// Where the write of `id` is. Keys are unique across the table's entities; the
+    /// identifier itself must match too.
+    private func position(_ id: PersistentIdentifier) -> Int? {
+        guard let key = id.primaryKey else { return nil }
+        let found: Int?
+        if key >= firstNewKey, key - firstNewKey < Int64(newPositions.count) {
+            found = newPositions[Int(key - firstNewKey)]
+        } else {
+            found = positions[key]
+        }
+        guard let found, inOrder[found].id == id else { return nil }
+        return found
+    }
+
+    subscript(id: PersistentIdentifier) -> Write? {
+        position(id).map { inOrder[$0].write }
+    }
+
+    /// Records `write` for `id`, in place of an earlier one.
+    mutating func set(_ id: PersistentIdentifier, _ write: Write) {
+        if let found = position(id) {
+            inOrder[found].write = write
+            return
+        }
+        inOrder.append((id, write))
+        if write.key >= firstNewKey, write.key - firstNewKey == Int64(newPositions.count) {
+            newPositions.append(inOrder.count - 1)
+        } else {
+            positions[write.key] = inOrder.count - 1
+        }
     }
 }
 
