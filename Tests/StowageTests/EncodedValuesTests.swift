@@ -14,13 +14,7 @@ struct EncodedValuesTests {
     static let uuid = UUID(uuidString: "0F9619FF-8B86-D011-B42D-00CF4FC964FF")!
 
     static func containers() throws -> [(String, ModelContainer, LogTestDirectory?)] {
-        let memory = try ModelContainer(
-            for: Reading.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        let directory = LogTestDirectory.fresh()
-        let log = try ModelContainer(
-            for: [Reading.self],
-            configurations: [LogStoreConfiguration(schema: Schema([Reading.self]), url: directory.storeURL)])
-        return [("memory", memory, nil), ("log", log, directory)]
+        try memoryAndLogContainers(for: Reading.self)
     }
 
     @Test func theEntityIsInValuesMode() {

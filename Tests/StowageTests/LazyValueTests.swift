@@ -8,6 +8,17 @@ import Testing
 /// fetched with and decodes each on read (`ModelBackingData`). Reads, writes and saves
 /// must behave as if every value had been decoded at fetch, and a value that would not
 /// decode must still fail the fetch, never a later read.
+/// A memory container and a log container (in a fresh directory, for the caller to remove)
+/// of one model type, named for test messages.
+func memoryAndLogContainers(for type: any PersistentModel.Type) throws -> [(String, ModelContainer, LogTestDirectory?)]
+{
+    let memory = try ModelContainer(for: type, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    let directory = LogTestDirectory.fresh()
+    let log = try ModelContainer(
+        for: [type], configurations: [LogStoreConfiguration(schema: Schema([type]), url: directory.storeURL)])
+    return [("memory", memory, nil), ("log", log, directory)]
+}
+
 @Suite("Values decoded on read")
 struct LazyValueTests {
     static let date = Date(timeIntervalSinceReferenceDate: 123_456.5)
@@ -38,12 +49,7 @@ struct LazyValueTests {
     }
 
     static func containers() throws -> [(String, ModelContainer, LogTestDirectory?)] {
-        let memory = try ModelContainer(for: Gauge.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        let directory = LogTestDirectory.fresh()
-        let log = try ModelContainer(
-            for: [Gauge.self],
-            configurations: [LogStoreConfiguration(schema: Schema([Gauge.self]), url: directory.storeURL)])
-        return [("memory", memory, nil), ("log", log, directory)]
+        try memoryAndLogContainers(for: Gauge.self)
     }
 
     @Test func theEntityQualifiesAndOneWithARelationshipDoesNot() {
