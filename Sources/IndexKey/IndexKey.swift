@@ -173,14 +173,6 @@ public struct IndexKey: Comparable, Hashable, Sendable, CustomStringConvertible 
         return lhs.withUnsafeBytes { x in rhs.withUnsafeBytes { y in _compare(x, y) } }
     }
 
-    /// Three-way bytewise comparison of two byte arrays: negative, zero or positive.
-    ///
-    /// - Complexity: O(min(lhs.count, rhs.count))
-    @inlinable
-    public static func _compare(_ lhs: [UInt8], _ rhs: [UInt8]) -> Int {
-        return lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in _compare(a, b) } }
-    }
-
     /// Three-way bytewise comparison of two buffers: negative, zero or positive.
     @inlinable
     public static func _compare(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {

@@ -13,9 +13,6 @@ extension ModelContext {
         let entity = try route(T.self).0
         var models: [T] = []
         models.reserveCapacity(snapshots.count)
-        // Room for every model at once: growing the table while registering them rehashes it
-        // several times.
-        registered.reserveCapacity(registered.count + snapshots.count)
         for snapshot in snapshots {
             if hasChanges, let model = registered[snapshot.persistentIdentifier],
                 hasPendingChanges(snapshot.persistentIdentifier)

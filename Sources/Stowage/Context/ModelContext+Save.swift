@@ -135,7 +135,7 @@ extension ModelContext {
             finalInserted.append(new)
             // Only an upsert (which the store lists to reregister) can land on an identifier
             // the context has already: a plain insert's key is new, so its look-up is skipped.
-            if !reregister.isEmpty, reregister[new] != nil, let existing = registered[new], existing !== model {
+            if reregister[new] != nil, let existing = registered[new], existing !== model {
                 // An upsert onto a model this context already has: keep that one.
                 model.persistentBackingData.context = nil
                 if let snapshot = reregister[new] { try? model.persistentBackingData.apply(snapshot) }
