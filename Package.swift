@@ -57,6 +57,7 @@ let package = Package(
         ),
         .target(name: "BTree"),
         .target(name: "IndexKey"),
+        .target(name: "CCRC32C"),
         .systemLibrary(
             name: "CLZ4",
             path: "Sources/CLZ4",
@@ -65,7 +66,7 @@ let package = Package(
         ),
         .target(
             name: "Stowage",
-            dependencies: ["StowageMacros", "BTree", "IndexKey", "CLZ4"]
+            dependencies: ["StowageMacros", "BTree", "IndexKey", "CLZ4", "CCRC32C"]
         ),
         .target(
             name: "StowageTestSupport",
