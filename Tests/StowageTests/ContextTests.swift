@@ -31,6 +31,41 @@ struct ContextTests {
         #expect(trip.modelContext == nil)
     }
 
+    /// The pending inserts stay in insertion order through repeated inserts, a delete of an
+    /// unsaved model and its insert again, and each model is saved once.
+    @Test func pendingInsertsKeepTheirOrderThroughRepeatsAndDeletes() throws {
+        let container = try memoryContainer()
+        let context = ModelContext(container)
+        let (a, b, c) = (Trip(name: "A"), Trip(name: "B"), Trip(name: "C"))
+        context.insert(a)
+        context.insert(b)
+        context.insert(a)
+        context.insert(c)
+        #expect(context.insertedModelsArray.map { ($0 as? Trip)?.name } == ["A", "B", "C"])
+        context.delete(b)
+        #expect(context.insertedModelsArray.map { ($0 as? Trip)?.name } == ["A", "C"])
+        #expect(b.modelContext == nil)
+        context.insert(b)
+        #expect(context.insertedModelsArray.map { ($0 as? Trip)?.name } == ["A", "C", "B"])
+        let temporary = c.persistentModelID
+        let found: Trip? = context.registeredModel(for: temporary)
+        #expect(found === c)
+        try context.save()
+        let names = try ModelContext(container).fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]))
+            .map(\.name)
+        #expect(names == ["A", "B", "C"])
+        #expect(context.insertedModelsArray.isEmpty)
+        #expect(context.registeredModelCount == 3)
+        let gone: Trip? = context.registeredModel(for: temporary)
+        #expect(gone == nil)
+        let saved: Trip? = context.registeredModel(for: c.persistentModelID)
+        #expect(saved === c)
+        // A change to a saved model is a change, not another insert.
+        c.budget = 5
+        #expect(context.changedModelsArray.count == 1)
+        #expect(context.insertedModelsArray.isEmpty)
+    }
+
     @Test func transientPropertiesAreNotStored() throws {
         let container = try memoryContainer()
         let context = ModelContext(container)

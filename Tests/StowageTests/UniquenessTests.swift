@@ -34,6 +34,33 @@ struct UniquenessTests {
         #expect(a.persistentModelID == b.persistentModelID)
     }
 
+    /// After a save whose inserts land on one record, the context registers one model for
+    /// it, the first inserted, holding the later insert's values: whether the inserts were
+    /// all the context had (its registry is rebuilt) or it also held a fetched model.
+    @Test(arguments: [false, true])
+    func duplicatesInOneSaveLeaveOneRegisteredModel(contextHoldsAnotherModel: Bool) throws {
+        let container = try memoryContainer()
+        let seed = ModelContext(container)
+        seed.insert(Person(email: "other@x", name: "Other"))
+        try seed.save()
+        let context = ModelContext(container)
+        let other = contextHoldsAnotherModel ? try context.fetch(FetchDescriptor<Person>()).first : nil
+        let a = Person(email: "dup@x", name: "A")
+        let b = Person(email: "dup@x", name: "B")
+        context.insert(a)
+        context.insert(b)
+        try context.save()
+        #expect(context.registeredModelCount == (contextHoldsAnotherModel ? 2 : 1))
+        let registered: Person? = context.registeredModel(for: a.persistentModelID)
+        #expect(registered === a)
+        #expect(registered?.name == "B")
+        if let other {
+            let stillRegistered: Person? = context.registeredModel(for: other.persistentModelID)
+            #expect(stillRegistered === other)
+        }
+        #expect(!context.hasChanges)
+    }
+
     @Test func upsertOntoARegisteredModelRefreshesIt() throws {
         let context = ModelContext(try memoryContainer())
         let first = Person(email: "r@x", name: "Old")

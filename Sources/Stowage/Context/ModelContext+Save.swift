@@ -31,8 +31,7 @@ extension ModelContext {
             lastStore = (scope, index)
             return index
         }
-        for id in insertedOrder {
-            guard let model = registered[id] else { continue }
+        for (id, model) in zip(insertedOrder, insertedModels) {
             inserted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
         }
         for id in changedOrder where deletions[id] == nil {
@@ -107,7 +106,7 @@ extension ModelContext {
             deletedOrder.append(id)
             model.persistentBackingData.isDeleted = true
             if changedSet.remove(id) != nil { changedOrder.removeAll { $0 == id } }
-            if insertedSet.remove(id) != nil { insertedOrder.removeAll { $0 == id } }
+            if id.isTemporary { removeInserted(id) }
         }
         for (model, index) in nullify {
             let data = model.persistentBackingData
@@ -123,13 +122,18 @@ extension ModelContext {
         reregister: [PersistentIdentifier: DefaultSnapshot]
     ) {
         let insertedIDs = insertedOrder
+        let insertedModels = insertedModels
         let updatedIDs = changedOrder
         var settled: [any PersistentModel] = []
         var finalInserted: [PersistentIdentifier] = []
         settled.reserveCapacity(insertedIDs.count + updatedIDs.count)
         finalInserted.reserveCapacity(insertedIDs.count)
-        for old in insertedIDs {
-            guard let model = registered.removeValue(forKey: old) else { continue }
+        // When the inserted models are all the registry holds (a bulk load), a new registry
+        // takes their permanent identifiers, instead of a removal and an insertion each.
+        let rebuild = !insertedIDs.isEmpty && registered.count == insertedIDs.count
+        if rebuild { registered = Dictionary(minimumCapacity: insertedIDs.count) }
+        for (old, model) in zip(insertedIDs, insertedModels) {
+            if !rebuild { registered[old] = nil }
             let new = remapped[old] ?? old
             model.persistentBackingData.persistentModelID = new
             finalInserted.append(new)
@@ -157,7 +161,7 @@ extension ModelContext {
             model.persistentBackingData.isDeleted = true
         }
         insertedOrder = []
-        insertedSet = []
+        self.insertedModels = []
         changedOrder = []
         changedSet = []
         deletedOrder = []

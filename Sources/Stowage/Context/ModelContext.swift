@@ -39,8 +39,12 @@ public final class ModelContext {
     /// Counts the changes to `registered`, so that `enumerate` can tell whether its block
     /// registered anything and skip looking up the models it is about to load when not.
     var registryChanges = 0
+    /// The inserted models' temporary identifiers, in the order of insertion, and the
+    /// models, in the same order: a save reads them without a registry look-up. A
+    /// temporary identifier in the registry always means a pending insert (a save gives
+    /// every inserted model a permanent one), so no set of them is kept.
     var insertedOrder: [PersistentIdentifier] = []
-    var insertedSet: Set<PersistentIdentifier> = []
+    var insertedModels: [any PersistentModel] = []
     var changedOrder: [PersistentIdentifier] = []
     var changedSet: Set<PersistentIdentifier> = []
     var deletedOrder: [PersistentIdentifier] = []
@@ -61,19 +65,27 @@ public final class ModelContext {
     public var hasChanges: Bool { !insertedOrder.isEmpty || !changedOrder.isEmpty || !deletedOrder.isEmpty }
 
     /// Models inserted since the last save.
-    public var insertedModelsArray: [any PersistentModel] { insertedOrder.compactMap { registered[$0] } }
+    public var insertedModelsArray: [any PersistentModel] { insertedModels }
     /// Models changed since the last save.
     public var changedModelsArray: [any PersistentModel] { changedOrder.compactMap { registered[$0] } }
     /// Models deleted since the last save.
     public var deletedModelsArray: [any PersistentModel] { deletedOrder.compactMap { deletedModels[$0] } }
 
     func hasPendingChanges(_ id: PersistentIdentifier) -> Bool {
-        insertedSet.contains(id) || changedSet.contains(id) || deletedModels[id] != nil
+        (id.isTemporary && registered[id] != nil) || changedSet.contains(id) || deletedModels[id] != nil
+    }
+
+    /// Takes an inserted model out of the pending inserts.
+    func removeInserted(_ id: PersistentIdentifier) {
+        guard let position = insertedOrder.firstIndex(of: id) else { return }
+        insertedOrder.remove(at: position)
+        insertedModels.remove(at: position)
     }
 
     func modelDidChange(_ model: any PersistentModel) {
         let id = model.persistentModelID
-        guard registered[id] != nil, !insertedSet.contains(id), deletedModels[id] == nil else { return }
+        // A temporary identifier is a pending insert, which saves whole anyway.
+        guard !id.isTemporary, registered[id] != nil, deletedModels[id] == nil else { return }
         if changedSet.insert(id).inserted {
             changedOrder.append(id)
         }
@@ -102,7 +114,7 @@ public final class ModelContext {
         let data = model.persistentBackingData
         let id = data.persistentModelID
         if let existing = data.context, existing !== self { return }
-        if deletedModels[id] != nil {
+        if !deletedModels.isEmpty, deletedModels[id] != nil {
             // Inserting a deleted model takes the delete back.
             deletedModels[id] = nil
             deletedOrder.removeAll { $0 == id }
@@ -110,13 +122,16 @@ public final class ModelContext {
             registered[id] = model
             return
         }
-        if registered[id] != nil { return }
+        // One hash look-up registers the model and tells whether it was registered.
+        if let previous = registered.updateValue(model, forKey: id) {
+            if previous !== model { registered[id] = previous }
+            return
+        }
         data.context = self
         data.isDeleted = false
-        registered[id] = model
         if id.isTemporary {
             insertedOrder.append(id)
-            insertedSet.insert(id)
+            insertedModels.append(model)
         }
         data.bindIfNeeded(model)
         for index in data.entity.relationshipIndices {
@@ -141,9 +156,8 @@ public final class ModelContext {
         let data = model.persistentBackingData
         let id = data.persistentModelID
         guard data.context === self, deletedModels[id] == nil else { return }
-        if insertedSet.contains(id) {
-            insertedSet.remove(id)
-            insertedOrder.removeAll { $0 == id }
+        if id.isTemporary {
+            removeInserted(id)
             unlinkAll(model)
             registered[id] = nil
             data.isDeleted = true
@@ -170,10 +184,9 @@ public final class ModelContext {
     /// Discards every unsaved change: inserted models leave the context, changed and
     /// deleted ones go back to their saved values.
     public func rollback() {
-        for id in insertedOrder {
-            if let model = registered.removeValue(forKey: id) {
-                model.persistentBackingData.context = nil
-            }
+        for (id, model) in zip(insertedOrder, insertedModels) {
+            registered[id] = nil
+            model.persistentBackingData.context = nil
         }
         var refresh: [PersistentIdentifier] = changedOrder
         for (id, model) in deletedModels {
@@ -182,7 +195,7 @@ public final class ModelContext {
             refresh.append(id)
         }
         insertedOrder = []
-        insertedSet = []
+        insertedModels = []
         changedOrder = []
         changedSet = []
         deletedOrder = []
