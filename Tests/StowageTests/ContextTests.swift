@@ -66,6 +66,37 @@ struct ContextTests {
         #expect(context.insertedModelsArray.isEmpty)
     }
 
+    /// Inserts into two stores in one save, interleaved, each get the permanent identifier
+    /// of the store that holds them.
+    @Test func insertsSpreadOverTwoStoresEachGetTheirStoresIdentifier() throws {
+        let schema = Schema([Trip.self, Person.self])
+        let trips = MemoryStoreConfiguration(name: "trips", schema: Schema([Trip.self]))
+        let people = MemoryStoreConfiguration(name: "people", schema: Schema([Person.self]))
+        let container = try ModelContainer(for: schema, configurations: [trips, people])
+        let context = ModelContext(container)
+        let models: [any PersistentModel] = [
+            Trip(name: "T1"), Person(email: "p1@x", name: "P1"), Trip(name: "T2"), Person(email: "p2@x", name: "P2"),
+            Person(email: "p3@x", name: "P3"),
+        ]
+        for model in models { context.insert(model) }
+        try context.save()
+        let tripStores = Set(models.filter { $0 is Trip }.map(\.persistentModelID.storeIdentifier))
+        let personStores = Set(models.filter { $0 is Person }.map(\.persistentModelID.storeIdentifier))
+        #expect(tripStores.count == 1 && personStores.count == 1 && tripStores != personStores)
+        #expect(!tripStores.contains(nil) && !personStores.contains(nil))
+        for model in models {
+            let id = model.persistentModelID
+            #expect(!id.isTemporary)
+            #expect(try context.existingModel(for: id) === model)
+        }
+        let reader = ModelContext(container)
+        #expect(try reader.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)])).map(\.name) == ["T1", "T2"])
+        #expect(
+            try reader.fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.name)])).map(\.name) == [
+                "P1", "P2", "P3",
+            ])
+    }
+
     @Test func transientPropertiesAreNotStored() throws {
         let container = try memoryContainer()
         let context = ModelContext(container)

@@ -48,17 +48,33 @@ extension ModelContext {
             }
         }
 
-        var remapped: [PersistentIdentifier: PersistentIdentifier] = [:]
+        // Each inserted model's identifier after the save, by its position in `insertedOrder`.
+        var newIdentifiers = insertedOrder
         var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         for index in Set(inserted.keys).union(updated.keys).union(deleted.keys).sorted() {
             let request = DataStoreSaveChangesRequest(
                 editingState: editingState, inserted: inserted[index] ?? [], updated: updated[index] ?? [],
                 deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
             let result = try container.stores[index].save(request)
-            if remapped.isEmpty {
-                remapped = result.remappedIdentifiers
-            } else {
-                remapped.merge(result.remappedIdentifiers) { a, _ in a }
+            if !request.inserted.isEmpty {
+                // The positions in `insertedOrder` of this store's inserts, in its request's order.
+                let positions =
+                    inserted.count == 1
+                    ? Array(insertedOrder.indices)
+                    : try insertedOrder.indices.filter { try storeIndex(insertedOrder[$0]) == index }
+                if let ids = result.insertedIdentifiers {
+                    guard ids.count == positions.count else {
+                        throw DataStoreError(
+                            .unsupportedFeature,
+                            "the store answered \(ids.count) identifiers for \(positions.count) inserted models")
+                    }
+                    for (position, id) in zip(positions, ids) { newIdentifiers[position] = id }
+                } else {
+                    let remapped = result.remappedIdentifiers
+                    for position in positions {
+                        newIdentifiers[position] = remapped[insertedOrder[position]] ?? insertedOrder[position]
+                    }
+                }
             }
             if reregister.isEmpty {
                 reregister = result.snapshotsToReregister
@@ -66,7 +82,7 @@ extension ModelContext {
                 reregister.merge(result.snapshotsToReregister) { a, _ in a }
             }
         }
-        finishSave(deletions: deletions, remapped: remapped, reregister: reregister)
+        finishSave(deletions: deletions, newIdentifiers: newIdentifiers, reregister: reregister)
     }
 
     /// Works out every model the save deletes, and applies `.nullify`, before anything is
@@ -118,7 +134,7 @@ extension ModelContext {
     }
 
     func finishSave(
-        deletions: [PersistentIdentifier: any PersistentModel], remapped: [PersistentIdentifier: PersistentIdentifier],
+        deletions: [PersistentIdentifier: any PersistentModel], newIdentifiers: [PersistentIdentifier],
         reregister: [PersistentIdentifier: DefaultSnapshot]
     ) {
         let insertedIDs = insertedOrder
@@ -132,9 +148,8 @@ extension ModelContext {
         // takes their permanent identifiers, instead of a removal and an insertion each.
         let rebuild = !insertedIDs.isEmpty && registered.count == insertedIDs.count
         if rebuild { registered = Dictionary(minimumCapacity: insertedIDs.count) }
-        for (old, model) in zip(insertedIDs, insertedModels) {
+        for ((old, model), new) in zip(zip(insertedIDs, insertedModels), newIdentifiers) {
             if !rebuild { registered[old] = nil }
-            let new = remapped[old] ?? old
             model.persistentBackingData.persistentModelID = new
             finalInserted.append(new)
             // Only an upsert (which the store lists to reregister) can land on an identifier

@@ -87,17 +87,49 @@ public struct DataStoreSaveChangesResult: Sendable {
     /// The store that saved.
     public let storeIdentifier: String
     /// Temporary identifiers and the permanent ones that replace them.
-    public let remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier]
+    ///
+    /// From a result made with ``init(storeIdentifier:request:insertedIdentifiers:snapshotsToReregister:)``
+    /// the dictionary is built when read.
+    public var remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier] {
+        if let remapped { return remapped }
+        return Dictionary(
+            zip(inserted, insertedIdentifiers ?? []).lazy.map { ($0.persistentIdentifier, $1) },
+            uniquingKeysWith: { _, later in later })
+    }
+    /// The permanent identifier of each inserted snapshot, in the order of the request's
+    /// `inserted`, when the store gave them so. Stowage's addition: a context that saves a
+    /// million inserts reads them by position instead of hashing each identifier twice.
+    public let insertedIdentifiers: [PersistentIdentifier]?
     /// Records whose stored values differ from what the context sent (upserts), keyed by
     /// permanent identifier. The context refreshes its models from these.
     public let snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot]
+    private let remapped: [PersistentIdentifier: PersistentIdentifier]?
+    /// The request's inserted snapshots, whose identifiers `insertedIdentifiers` replace.
+    private let inserted: [DefaultSnapshot]
 
     public init(
         storeIdentifier: String, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier],
         snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot] = [:]
     ) {
         self.storeIdentifier = storeIdentifier
-        self.remappedIdentifiers = remappedIdentifiers
+        self.remapped = remappedIdentifiers
+        self.insertedIdentifiers = nil
+        self.inserted = []
+        self.snapshotsToReregister = snapshotsToReregister
+    }
+
+    /// A result that gives the permanent identifier of each of `request`'s inserted
+    /// snapshots by position: `insertedIdentifiers[i]` replaces `request.inserted[i]`'s,
+    /// so it must hold one identifier for each (a context refuses a result that does not).
+    /// Stowage's addition.
+    public init(
+        storeIdentifier: String, request: DataStoreSaveChangesRequest, insertedIdentifiers: [PersistentIdentifier],
+        snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot] = [:]
+    ) {
+        self.storeIdentifier = storeIdentifier
+        self.remapped = nil
+        self.insertedIdentifiers = insertedIdentifiers
+        self.inserted = request.inserted
         self.snapshotsToReregister = snapshotsToReregister
     }
 }

@@ -32,14 +32,7 @@ public struct DefaultSnapshot: DataStoreSnapshot, Hashable {
     public func copy(
         persistentIdentifier: PersistentIdentifier, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier]?
     ) -> DefaultSnapshot {
-        guard let map = remappedIdentifiers, !map.isEmpty,
-            values.contains(where: {
-                switch $0 {
-                case .identifier, .array: true
-                default: false
-                }
-            })
-        else {
+        guard let map = remappedIdentifiers, !map.isEmpty, values.contains(where: \.mayHoldIdentifiers) else {
             return DefaultSnapshot(persistentIdentifier: persistentIdentifier, values: values)
         }
         return DefaultSnapshot(persistentIdentifier: persistentIdentifier, values: values.map { Self.remap($0, map) })
@@ -51,6 +44,16 @@ public struct DefaultSnapshot: DataStoreSnapshot, Hashable {
         case .array(let items) where items.contains(where: { if case .identifier = $0 { true } else { false } }):
             return .array(items.map { remap($0, map) })
         default: return value
+        }
+    }
+}
+
+extension SnapshotValue {
+    /// Whether the value is an identifier or an array, which may hold identifiers.
+    var mayHoldIdentifiers: Bool {
+        switch self {
+        case .identifier, .array: true
+        default: false
         }
     }
 }

@@ -7,8 +7,23 @@ extension SnapshotTable {
     public struct PreparedSave: Sendable {
         var deletes: [(entity: String, key: Int64)] = []
         var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
-        /// Temporary identifiers and the permanent ones that replace them.
-        public internal(set) var remapped: [PersistentIdentifier: PersistentIdentifier] = [:]
+        /// The permanent identifier of each inserted snapshot, in the request's order.
+        public internal(set) var insertedIdentifiers: [PersistentIdentifier] = []
+        /// The request's inserted snapshots, whose identifiers those replace.
+        var inserted: [DefaultSnapshot] = []
+        /// Temporary identifiers and the permanent ones that replace them, built when read.
+        public var remapped: [PersistentIdentifier: PersistentIdentifier] {
+            Dictionary(
+                zip(inserted, insertedIdentifiers).lazy.map { ($0.persistentIdentifier, $1) },
+                uniquingKeysWith: { _, later in later })
+        }
+
+        /// The save's answer to `request`, which it was prepared from.
+        func result(storeIdentifier: String, request: DataStoreSaveChangesRequest) -> DataStoreSaveChangesResult {
+            DataStoreSaveChangesResult(
+                storeIdentifier: storeIdentifier, request: request, insertedIdentifiers: insertedIdentifiers,
+                snapshotsToReregister: reregister)
+        }
         /// Records an upsert changed, as stored.
         public internal(set) var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         /// The next primary key after this save.
@@ -144,7 +159,8 @@ extension SnapshotTable {
         var finalValues = PendingWrites(firstNewKey: nextKey)
         let expected = request.inserted.count + request.updated.count
         finalValues.reserveCapacity(expected)
-        prepared.remapped.reserveCapacity(request.inserted.count)
+        prepared.inserted = request.inserted
+        prepared.insertedIdentifiers.reserveCapacity(request.inserted.count)
         prepared.writes.reserveCapacity(expected)
         for snapshot in request.inserted {
             let entity = try entity(snapshot)
@@ -177,14 +193,27 @@ extension SnapshotTable {
                 permanent = .permanent(in: state(entity).scope, primaryKey: pk)
                 finalValues.set(permanent, (entity, pk, snapshot.values, true))
             }
-            prepared.remapped[snapshot.persistentIdentifier] = permanent
+            prepared.insertedIdentifiers.append(permanent)
             if !keys.isEmpty { claim(entity, keys, permanent.primaryKey ?? 0) }
+        }
+
+        // The temporary identifiers' replacements, as a dictionary only if something needs
+        // one: an update sent with a temporary identifier, or a relationship value.
+        var remapped: [PersistentIdentifier: PersistentIdentifier]?
+        func remapping() -> [PersistentIdentifier: PersistentIdentifier] {
+            if let remapped { return remapped }
+            let built = prepared.remapped
+            remapped = built
+            return built
         }
 
         // Updates: full new values for stored records.
         for snapshot in request.updated {
             let entity = try entity(snapshot)
-            let id = prepared.remapped[snapshot.persistentIdentifier] ?? snapshot.persistentIdentifier
+            let id =
+                snapshot.persistentIdentifier.isTemporary
+                ? remapping()[snapshot.persistentIdentifier] ?? snapshot.persistentIdentifier
+                : snapshot.persistentIdentifier
             guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
                 state(entity).rows.value(forKey: pk) != nil || finalValues[id] != nil,
                 !state(entity).deletedKeys.contains(pk)
@@ -216,11 +245,13 @@ extension SnapshotTable {
 
         // Relationship values that point at temporary identifiers now point at permanent ones.
         for (id, final) in finalValues.inOrder {
-            let stored = DefaultSnapshot(persistentIdentifier: id, values: final.values)
-                .copy(persistentIdentifier: id, remappedIdentifiers: prepared.remapped)
+            var stored = DefaultSnapshot(persistentIdentifier: id, values: final.values)
+            if !request.inserted.isEmpty, stored.values.contains(where: \.mayHoldIdentifiers) {
+                stored = stored.copy(persistentIdentifier: id, remappedIdentifiers: remapping())
+            }
             prepared.writes.append((final.entity.name, final.key, stored, final.isInsert))
             if final.isInsert { prepared.storedInserts.append(stored) } else { prepared.storedUpdates.append(stored) }
-            if prepared.reregister[id] != nil { prepared.reregister[id] = stored }
+            if !prepared.reregister.isEmpty, prepared.reregister[id] != nil { prepared.reregister[id] = stored }
         }
         prepared.nextPrimaryKey = nextKey
         return prepared

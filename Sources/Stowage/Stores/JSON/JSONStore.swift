@@ -212,9 +212,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
 
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
         let prepared = try change { try $0.prepare(request) }
-        return DataStoreSaveChangesResult(
-            storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
-            snapshotsToReregister: prepared.reregister)
+        return prepared.result(storeIdentifier: identifier, request: request)
     }
 
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {

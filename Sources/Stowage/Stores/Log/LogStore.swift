@@ -213,9 +213,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         }
         defer { if compact { startAutomaticCompaction() } }
         if let ticket { try waitUntilDurable(ticket) }
-        return DataStoreSaveChangesResult(
-            storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
-            snapshotsToReregister: prepared.reregister)
+        return prepared.result(storeIdentifier: identifier, request: request)
     }
 
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {

@@ -30,9 +30,7 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         try table.withLock { table in
             let prepared = try table.prepare(request)
             table.apply(prepared)
-            return DataStoreSaveChangesResult(
-                storeIdentifier: identifier, remappedIdentifiers: prepared.remapped,
-                snapshotsToReregister: prepared.reregister)
+            return prepared.result(storeIdentifier: identifier, request: request)
         }
     }
 
