@@ -81,6 +81,12 @@ struct SnapshotTableBulkTests {
             (0..<2000).map { _ in
                 (0..<Int.random(in: 0...12, using: &rng)).map { _ in UInt8.random(in: 0...2, using: &rng) }
             },
+            // Random bytes after a shared tag, as a UUID index has: every byte of the
+            // prefix decides, and the radix sort makes all eight passes.
+            (0..<5000).map { _ in [9] + (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) } },
+            // Few distinct prefixes and the rest past them, as an index on a string of
+            // a hundred values has: long runs of one prefix, ordered by the rest.
+            (0..<3000).map { i in [4] + Array("Destination \(i % 7)".utf8) + [0, UInt8(i % 251), UInt8(i % 3)] },
         ]
         for shape in shapes {
             let keys = shape.map { IndexKey(bytes: $0) }

@@ -247,14 +247,52 @@ extension SnapshotTable {
             }
             entries.append((prefix, index))
         }
+        radixSort(&entries)
+        // Runs of one prefix keep their positions' order; only they need the whole keys.
         keys.withUnsafeBufferPointer { keys in
-            entries.sort { x, y in
-                if x.prefix != y.prefix { return x.prefix < y.prefix }
-                let order = IndexKey.compare(keys[x.index], keys[y.index])
-                return order < 0 || (order == 0 && x.index < y.index)
+            var start = 0
+            while start < entries.count {
+                var end = start + 1
+                while end < entries.count, entries[end].prefix == entries[start].prefix { end += 1 }
+                if end - start > 1 {
+                    entries[start..<end].sort { x, y in
+                        let order = IndexKey.compare(keys[x.index], keys[y.index])
+                        return order < 0 || (order == 0 && x.index < y.index)
+                    }
+                }
+                start = end
             }
         }
         return entries.map(\.index)
+    }
+
+    /// Sorts by `prefix`, stably, a byte at a time from the lowest (least-significant-digit
+    /// radix sort): eight passes over the entries at most, each skipped when every entry
+    /// has the same byte there. Linear, where a comparison sort of a million keys took
+    /// twenty passes with a closure call per comparison.
+    static func radixSort(_ entries: inout [(prefix: UInt64, index: Int)]) {
+        let count = entries.count
+        guard count > 1 else { return }
+        var other = entries
+        var counts = [Int](repeating: 0, count: 256)
+        for byte in 0..<8 {
+            let shift = UInt64(byte * 8)
+            for i in 0..<256 { counts[i] = 0 }
+            for entry in entries { counts[Int((entry.prefix >> shift) & 0xFF)] += 1 }
+            if counts.contains(count) { continue }
+            var total = 0
+            for i in 0..<256 {
+                let c = counts[i]
+                counts[i] = total
+                total += c
+            }
+            for entry in entries {
+                let bucket = Int((entry.prefix >> shift) & 0xFF)
+                other[counts[bucket]] = entry
+                counts[bucket] += 1
+            }
+            swap(&entries, &other)
+        }
     }
 }
 
