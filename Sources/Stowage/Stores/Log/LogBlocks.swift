@@ -77,7 +77,7 @@ enum LogBlocks {
         let crc = CRC32C.update(CRC32C.update(0, headerBytes.prefix(12)), stored)
         guard crc == header.checksum else { throw LogDecodeError("a block's checksum does not match") }
         guard header.compressed else { return Array(stored) }
-        guard let bytes = LZ4Block.decompress(Array(stored), length: header.uncompressedLength) else {
+        guard let bytes = stored.withUnsafeBytes({ LZ4Block.decompress($0, length: header.uncompressedLength) }) else {
             throw LogDecodeError("a block's LZ4 bytes do not decompress")
         }
         return bytes

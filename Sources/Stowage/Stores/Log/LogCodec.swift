@@ -371,7 +371,9 @@ enum LogCodec {
         keepContents: Int = 0
     ) throws -> LogEncodedCommit {
         let headroom = map.formatVersion >= 4 ? LogFormat.frameSize : 0
-        var w = LogByteWriter(capacity: headroom + 64 + commit.writes.count * 64)
+        // Room for a typical record (a few hundred bytes), so that a large commit's buffer is
+        // not copied as it grows; pages never written are never resident.
+        var w = LogByteWriter(capacity: headroom + 64 + commit.writes.count * 256)
         w.bytes.append(contentsOf: repeatElement(0, count: headroom))
         w.varint(commit.transactionID)
         w.zigzag(commit.timestamp)
