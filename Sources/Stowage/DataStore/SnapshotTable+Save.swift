@@ -226,17 +226,24 @@ extension SnapshotTable {
                     // does not read it a second time.
                     if source != nil { prepared.replaced[RecordKey(entity: entity.name, key: pk)] = found }
                 }
-                let keys = uniqueKeys(entity, snapshot)
                 // Unchanged unique values stay this record's: nothing to release or claim.
-                let oldKeys = previous.map { uniqueKeys(entity, $0) }
-                if oldKeys != keys {
-                    if let oldKeys { release(entity, oldKeys) }
-                    for (i, key) in keys.enumerated() {
-                        if let existing = owner(entity, i, key), existing != pk {
-                            throw violation(entity, i, snapshot)
+                // Most updates leave them alone, which comparing the values shows without
+                // encoding a key.
+                let unchanged =
+                    previous.map { Self.sameUniqueValues(state(entity).uniqueIndexes, $0.values, snapshot.values) }
+                    ?? false
+                if !unchanged {
+                    let keys = uniqueKeys(entity, snapshot)
+                    let oldKeys = previous.map { uniqueKeys(entity, $0) }
+                    if oldKeys != keys {
+                        if let oldKeys { release(entity, oldKeys) }
+                        for (i, key) in keys.enumerated() {
+                            if let existing = owner(entity, i, key), existing != pk {
+                                throw violation(entity, i, snapshot)
+                            }
                         }
+                        claim(entity, keys, pk)
                     }
-                    claim(entity, keys, pk)
                 }
             }
             let isInsert = finalValues[id]?.isInsert ?? false
@@ -343,6 +350,19 @@ extension SnapshotTable {
         }
         if let name { result[name] = run }
         return result
+    }
+
+    /// Whether `old` and `new` hold the same values, as index keys see them, in every
+    /// column of `indexes`.
+    static func sameUniqueValues(_ indexes: [EntityIndex], _ old: [SnapshotValue], _ new: [SnapshotValue]) -> Bool {
+        for index in indexes.indices {
+            for column in indexes[index].columns {
+                guard column < old.count, column < new.count, sameIndexKey(old[column], new[column]) else {
+                    return false
+                }
+            }
+        }
+        return true
     }
 
     /// Whether two values certainly encode to the same index key component. Stricter than
