@@ -15,6 +15,9 @@ public final class ModelContainer: Sendable {
     nonisolated(unsafe) public let migrationPlan: (any SchemaMigrationPlan.Type)?
     let stores: [any DataStore]
     let storeForEntity: [String: Int]
+    /// The one store, when there is one and it keeps a ``SnapshotTable``: found once, as
+    /// the cast cost a tenth of loading one model by identifier.
+    let onlyTableStore: (any SnapshotTableStore)?
     @MainActor private var _mainContext: ModelContext?
 
     /// Opens a container for `schema`.
@@ -49,6 +52,7 @@ public final class ModelContainer: Sendable {
         self.migrationPlan = migrationPlan
         self.stores = stores
         self.storeForEntity = routes
+        self.onlyTableStore = stores.count == 1 ? stores[0] as? any SnapshotTableStore : nil
     }
 
     /// Opens a container for `schema`.

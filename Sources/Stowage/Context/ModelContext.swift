@@ -272,7 +272,7 @@ public final class ModelContext {
     /// The stored snapshots of `ids`, in their order (`nil` for a missing record): without
     /// a dictionary when one store that keeps a ``SnapshotTable`` holds them all.
     func loadSnapshotsInOrder(_ ids: [PersistentIdentifier]) throws -> [DefaultSnapshot?] {
-        if container.stores.count == 1, let store = container.stores[0] as? any SnapshotTableStore {
+        if let store = container.onlyTableStore {
             return try store.withTable { try $0.snapshotsInOrder(for: ids) }
         }
         let found = try loadSnapshots(ids)

@@ -208,6 +208,7 @@ extension SnapshotTable {
         }
 
         // Updates: full new values for stored records.
+        if source != nil { prepared.replaced.reserveCapacity(request.updated.count) }
         for snapshot in request.updated {
             let entity = try entity(snapshot)
             let id =

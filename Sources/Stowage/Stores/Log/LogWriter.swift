@@ -100,6 +100,12 @@ extension SnapshotTable {
         var seen: Set<RecordKey> = []
         var rows: [StoredRow] = []
         var lookup = RowLookup(self)
+        // Sized up front: growing the set and the dictionary rehashed them, a quarter of this.
+        let replacing = prepared.deletes.count + prepared.writes.count(where: { !$0.isInsert })
+        seen.reserveCapacity(replacing)
+        rows.reserveCapacity(replacing)
+        undo.writes.reserveCapacity(replacing)
+        if prepared.storedRows != nil { undo.replaced.reserveCapacity(replacing) }
         func remember(_ entity: String, _ key: Int64) {
             let id = RecordKey(entity: entity, key: key)
             guard seen.insert(id).inserted else { return }
