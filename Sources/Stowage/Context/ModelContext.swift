@@ -84,8 +84,12 @@ public final class ModelContext {
 
     func modelDidChange(_ model: any PersistentModel) {
         let id = model.persistentModelID
-        // A temporary identifier is a pending insert, which saves whole anyway.
-        guard !id.isTemporary, registered[id] != nil, deletedModels[id] == nil else { return }
+        // A temporary identifier is a pending insert, which saves whole anyway. The model's
+        // backing data names this context as its own only while it is registered here
+        // (every unregistering clears it), so the registry is not asked again.
+        guard !id.isTemporary, model.persistentBackingData.context === self,
+            deletedModels.isEmpty || deletedModels[id] == nil
+        else { return }
         if changedSet.insert(id).inserted {
             changedOrder.append(id)
         }

@@ -103,6 +103,18 @@ public struct SnapshotTable: Sendable {
                 result.append(nil)
                 continue
             }
+            if identifiers.count == 1 {
+                // One identifier (a model loaded by identifier): its row is read in place,
+                // without copying the entity's records out of the dictionary.
+                guard let position = entities.index(forKey: id.entityName),
+                    let row = entities.values[position].rows.value(forKey: key)
+                else {
+                    result.append(nil)
+                    continue
+                }
+                result.append(try resolve(row, entity: id.entityName, key: key))
+                continue
+            }
             if id.entityName != name {
                 name = id.entityName
                 records = entities[id.entityName]

@@ -161,7 +161,10 @@ extension SnapshotTable {
 
     /// The stored record `key` of `entity`, if there is one.
     func stored(_ entity: String, _ key: Int64) throws -> DefaultSnapshot? {
-        guard let row = entities[entity]?.rows.value(forKey: key) else { return nil }
+        // Read in place: `entities[entity]` would copy the entity's records (a retain of
+        // each of their parts) for one look-up.
+        guard let position = entities.index(forKey: entity), let row = entities.values[position].rows.value(forKey: key)
+        else { return nil }
         return try resolve(row, entity: entity, key: key)
     }
 }
