@@ -93,6 +93,44 @@ struct LogBlockReadTests {
         #expect(Self.personBlocks(store).count > 10)
     }
 
+    /// A block a save wrote is cached with its writes decoded and without its bytes: every
+    /// read of the saved records is answered from it, with no block read, and a write
+    /// missing from such a block is read from the file.
+    @Test func savedBlocksAreCachedDecodedWithoutTheirBytes() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 20)
+        try Self.insertPeople(3000, into: container)
+        let expected = try Self.emails(store)
+        #expect(expected.count == 3000)
+        #expect(store.readStatistics.blockReads == 0)
+        let reader = try #require(store.reader)
+        let blocks = Self.personBlocks(store)
+        #expect(blocks.count > 1)
+        for offset in blocks {
+            let block = try #require(reader.cache.withLock { $0.get(offset) })
+            #expect(block.contents.isEmpty && !block.hasContents)
+            #expect(block.decoded.allSatisfy { $0 != nil })
+        }
+        // Take one write out of a cached block: reading it goes to the file.
+        let (key, location) = try #require(
+            store.withTable { table in
+                table.entities["Person"]?.rows.lazy.compactMap { row -> (Int64, RecordLocation)? in
+                    guard case .location(let location) = row.value, location.slot == 1 else { return nil }
+                    return (row.key, location)
+                }.first
+            })
+        reader.cache.withLock { cache in
+            guard var block = cache.get(location.blockOffset) else { return }
+            block.decoded[1] = nil
+            cache.put(location.blockOffset, block)
+        }
+        let snapshot = try reader.snapshot(entity: "Person", key: key, at: location)
+        #expect(store.readStatistics.blockReads == 1)
+        #expect(snapshot.persistentIdentifier.primaryKey == key)
+        #expect(try Self.emails(store) == expected)
+    }
+
     @Test func aFullScanStaysWithinTheCacheCapacity() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }

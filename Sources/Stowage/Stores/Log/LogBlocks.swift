@@ -84,12 +84,13 @@ enum LogBlocks {
     }
 }
 
-/// One block of a commit as encoded: where its header is in the payload, its writes, and
-/// (for the last blocks, up to a budget) its uncompressed contents with each write's start.
+/// One block of a commit as encoded: where its header is in the payload, its writes, each
+/// write's start in its uncompressed bytes, and (for the last blocks, up to a budget, which
+/// the cache takes with the writes decoded) the number of those bytes.
 struct LogEncodedBlock {
     var offset: Int
     var writes: Int
-    var contents: [UInt8]?
+    var keptLength: Int?
     var slots: [Int32]
 }
 
@@ -111,12 +112,13 @@ extension LogCodec {
             let keep = contents.bytes.count <= keepContents
             blocks.append(
                 LogEncodedBlock(
-                    offset: w.bytes.count, writes: pending, contents: keep ? contents.bytes : nil, slots: slots))
+                    offset: w.bytes.count, writes: pending, keptLength: keep ? contents.bytes.count : nil, slots: slots)
+            )
             if keep {
                 kept += contents.bytes.count
                 while kept > keepContents, firstKept < blocks.count {
-                    kept -= blocks[firstKept].contents?.count ?? 0
-                    blocks[firstKept].contents = nil
+                    kept -= blocks[firstKept].keptLength ?? 0
+                    blocks[firstKept].keptLength = nil
                     firstKept += 1
                 }
             }

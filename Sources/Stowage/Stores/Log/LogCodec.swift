@@ -307,12 +307,12 @@ struct LogEncodedCommit {
         var first = 0
         for block in blocks {
             defer { first += block.writes }
-            guard let contents = block.contents, first + block.writes <= writes.count else { continue }
+            guard let length = block.keptLength, first + block.writes <= writes.count else { continue }
             result.append(
                 (
                     fileOffset(block, recordOffset: offset),
                     CachedBlock(
-                        contents: contents, slots: block.slots, decoded: Array(writes[first..<first + block.writes]))
+                        length: length, slots: block.slots, decoded: Array(writes[first..<first + block.writes]))
                 ))
         }
         return result

@@ -3,8 +3,9 @@ import Synchronization
 
 /// Reads a version 4 log's records back by location (`Formats/log.md`, "Reading records"):
 /// one block per miss, with `pread`, its checksum checked and decompressed, then kept in a
-/// least-recently-used cache bounded by the blocks' uncompressed bytes. A read decodes the
-/// one write it asks for from the cached bytes.
+/// least-recently-used cache bounded by what its blocks are taken to cost (their bytes, and
+/// an estimate for each decoded write). A read decodes the one write it asks for from the
+/// cached bytes; the blocks a save wrote come with every write decoded and no bytes.
 ///
 /// It owns a duplicate of the log's descriptor, so a table that still refers to it keeps
 /// reading the file it was made for after a compaction renames a new one over the path.
@@ -14,7 +15,8 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     let path: String
     let map: LogEntityMap
     let externalFiles: LogExternalFiles
-    private let cache: Mutex<BlockCache>
+    /// Internal, not private, so that tests can look at and alter what it holds.
+    let cache: Mutex<BlockCache>
 
     init(fs: any LogFileSystem, fd: Int32, path: String, map: LogEntityMap, capacity: Int) {
         self.fs = fs
@@ -68,10 +70,19 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             try check(decoded)
             return decoded
         }
+        // A block without its bytes comes with every write decoded; should one ever be
+        // missing, the block is read again.
+        let bytes: [UInt8]
+        if block.hasContents {
+            bytes = block.contents
+        } else {
+            bytes = try readBlock(at: location.blockOffset).contents
+            cache.withLock { $0.misses += 1 }
+        }
         var snapshot: DefaultSnapshot
         var references: [LogExternalReference] = []
         do {
-            var r = LogByteReader(block.contents, position: Int(block.slots[location.slot]))
+            var r = LogByteReader(bytes, position: Int(block.slots[location.slot]))
             _ = try r.u8()
             snapshot = try LogCodec.decodeSnapshot(&r, map: map, externalReferences: &references)
         } catch {
@@ -136,23 +147,41 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     }
 }
 
-/// A block as the cache keeps it: its uncompressed bytes, where each write starts, and the
-/// writes decoded so far (a read decodes the one it needs; a save gives all of its own).
+/// A block as the cache keeps it: where each write starts in its uncompressed bytes, the
+/// writes decoded so far, and the bytes themselves while some write is not decoded. A block
+/// read from the file keeps its bytes, and a read decodes the one write it needs; a block a
+/// save wrote comes with every write decoded, and keeps no bytes (they would only double
+/// what the cache holds: at a million rows, 180 MiB of them).
 struct CachedBlock: Sendable {
+    /// The uncompressed bytes, or empty when every write came decoded.
     var contents: [UInt8]
+    /// The number of uncompressed bytes.
+    let length: Int
     var slots: [Int32]
     var decoded: [DefaultSnapshot?]
 
-    /// `decoded` nil leaves every write to decode.
+    /// A block read from the file; `decoded` nil leaves every write to decode.
     init(contents: [UInt8], slots: [Int32], decoded: [DefaultSnapshot]?) {
         self.contents = contents
+        self.length = contents.count
         self.slots = slots
         self.decoded = decoded.map { $0.map { Optional($0) } } ?? Array(repeating: nil, count: slots.count)
     }
 
+    /// A block a save wrote, `length` bytes long, with every write as the save gave it.
+    init(length: Int, slots: [Int32], decoded: [DefaultSnapshot]) {
+        self.contents = []
+        self.length = length
+        self.slots = slots
+        self.decoded = decoded.map { Optional($0) }
+    }
+
+    /// Whether a write that is not decoded can be decoded from what the block holds.
+    var hasContents: Bool { contents.count == length }
+
     /// The bytes of one write.
     func length(ofSlot slot: Int) -> Int {
-        (slot + 1 < slots.count ? Int(slots[slot + 1]) : contents.count) - Int(slots[slot])
+        (slot + 1 < slots.count ? Int(slots[slot + 1]) : length) - Int(slots[slot])
     }
 
     /// What a decoded write is taken to cost: its encoded bytes twice (values unpacked into

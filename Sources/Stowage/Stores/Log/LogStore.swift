@@ -563,10 +563,11 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
 
     /// The file operations; tests put a fault-injecting one here.
     @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
-    /// The most uncompressed bytes of blocks that a store of format version 4 keeps
-    /// decoded in memory (`Formats/log.md`, "Reading records"): a read that misses reads
-    /// one block from the file. Decoded snapshots take a few times their encoded bytes.
-    /// SwiftData has no such setting.
+    /// The most memory, as estimated, that a store of format version 4 gives to the blocks
+    /// it keeps in memory (`Formats/log.md`, "Reading records"): a block read from the file
+    /// counts its uncompressed bytes, and each decoded write twice its encoded bytes plus
+    /// 48 (a block a save wrote keeps only its decoded writes). A read that misses reads
+    /// one block from the file. SwiftData has no such setting.
     public var cacheCapacity: Int = 32 << 20
     /// The most zero bytes a store writes after its last record whenever a record grows
     /// the file (`Formats/log.md`, "Writing"): an eighth of the file, at least 4 KiB, up to
