@@ -349,6 +349,23 @@ struct LogEncodingTests {
         for value: UInt32 in [0, 1, 0xE306_9283, .max] { #expect(CRC32C.unmask(CRC32C.mask(value)) == value) }
     }
 
+    /// The CRC of two pieces combined is the CRC of the whole, for pieces of every small
+    /// length and some large ones, empty ones included.
+    @Test func crc32cCombinesPieces() {
+        var rng = SystemRandomNumberGenerator()
+        let bytes = (0..<70_000).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let whole = CRC32C.checksum(bytes)
+        for split in Array(0..<40) + [255, 256, 4097, 65_536, 69_999, 70_000] {
+            let a = CRC32C.checksum(Array(bytes[..<split]))
+            let b = CRC32C.checksum(Array(bytes[split...]))
+            #expect(CRC32C.combine(a, b, lengthB: bytes.count - split) == whole, "split at \(split)")
+        }
+        // Three pieces, combined left to right.
+        let (x, y, z) = (Array(bytes[..<1000]), Array(bytes[1000..<1003]), Array(bytes[1003...]))
+        let xy = CRC32C.combine(CRC32C.checksum(x), CRC32C.checksum(y), lengthB: y.count)
+        #expect(CRC32C.combine(xy, CRC32C.checksum(z), lengthB: z.count) == whole)
+    }
+
     /// The CPU's instruction and the tables agree at every length around the 8-byte steps,
     /// from every start within a word, and when a CRC is continued across pieces.
     @Test func crc32cInstructionMatchesTables() {

@@ -67,6 +67,54 @@ enum CRC32C {
 
     static func checksum(_ bytes: [UInt8]) -> UInt32 { update(0, bytes) }
 
+    /// The CRC of `a` followed by `b`, from the CRC of `a`, the CRC of `b` and `b`'s length,
+    /// without the bytes: a commit written in pieces is checksummed with the frame fields
+    /// that come before it, which are known only once every piece is written. The shift of
+    /// `crcA` over `lengthB` zero bytes is done by squaring the one-zero-bit operator over
+    /// GF(2), as zlib's `crc32_combine` does for its polynomial.
+    static func combine(_ crcA: UInt32, _ crcB: UInt32, lengthB: Int) -> UInt32 {
+        guard lengthB > 0 else { return crcA }
+        // The operator for one zero bit: a shift, and the polynomial when a one falls off.
+        var odd = [UInt32](repeating: 0, count: 32)
+        odd[0] = 0x82F6_3B78
+        var row: UInt32 = 1
+        for n in 1..<32 {
+            odd[n] = row
+            row <<= 1
+        }
+        var even = square(odd)  // two zero bits
+        odd = square(even)  // four zero bits
+        var crc = crcA
+        var remaining = lengthB
+        // Apply the operator for 8, 16, 32… zero bits where `lengthB`'s bits are set.
+        repeat {
+            even = square(odd)
+            if remaining & 1 != 0 { crc = times(even, crc) }
+            remaining >>= 1
+            guard remaining != 0 else { break }
+            odd = square(even)
+            if remaining & 1 != 0 { crc = times(odd, crc) }
+            remaining >>= 1
+        } while remaining != 0
+        return crc ^ crcB
+    }
+
+    private static func times(_ matrix: [UInt32], _ vector: UInt32) -> UInt32 {
+        var sum: UInt32 = 0
+        var vector = vector
+        var i = 0
+        while vector != 0 {
+            if vector & 1 != 0 { sum ^= matrix[i] }
+            vector >>= 1
+            i += 1
+        }
+        return sum
+    }
+
+    private static func square(_ matrix: [UInt32]) -> [UInt32] {
+        (0..<32).map { times(matrix, matrix[$0]) }
+    }
+
     private static let maskDelta: UInt32 = 0xA282_EAD8
 
     /// The stored form of a CRC: rotated and offset, so that a CRC of data that itself

@@ -94,12 +94,31 @@ struct LogEncodedBlock {
     var slots: [Int32]
 }
 
+/// Where a large commit's bytes go while it is encoded: once `threshold` bytes are held,
+/// `write` puts them in the file at their position in the record (counted from the
+/// record's start, frame included), ahead of the frame, which is written last. A commit of
+/// a million rows so never sits whole in memory.
+struct LogCommitSpill {
+    var threshold: Int
+    var write: ([UInt8], Int) throws -> Void
+}
+
+/// What a commit's encoding wrote through its ``LogCommitSpill``: the bytes, counted from
+/// the record's start, and the CRC32C of the payload bytes among them.
+struct LogSpilled {
+    var count = 0
+    var payloadCRC: UInt32 = 0
+}
+
 extension LogCodec {
     /// Appends the writes of a version 4 commit as blocks; returns each block. The
     /// contents of the last blocks, up to `keepContents` bytes, are kept for the cache.
+    /// With `spill`, the bytes of `w` (after `headroom` bytes kept for the frame) go to it
+    /// whenever they pass its threshold, and `spilled` counts them.
     static func encodeBlocks(
         _ commit: LogCommit, into w: inout LogByteWriter, map: LogEntityMap,
-        external: ((Int, Int) -> LogExternalReference?)?, keepContents: Int
+        external: ((Int, Int) -> LogExternalReference?)?, keepContents: Int, headroom: Int = 0,
+        spill: LogCommitSpill? = nil, spilled: inout LogSpilled
     ) throws -> [LogEncodedBlock] {
         var blocks: [LogEncodedBlock] = []
         var contents = LogByteWriter(capacity: LogBlocks.targetBytes + 1024)
@@ -107,13 +126,13 @@ extension LogCodec {
         var pending = 0
         var kept = 0
         var firstKept = 0
-        func flush() {
+        func flush() throws {
             guard pending > 0 else { return }
             let keep = contents.bytes.count <= keepContents
             blocks.append(
                 LogEncodedBlock(
-                    offset: w.bytes.count, writes: pending, keptLength: keep ? contents.bytes.count : nil, slots: slots)
-            )
+                    offset: spilled.count + w.bytes.count, writes: pending,
+                    keptLength: keep ? contents.bytes.count : nil, slots: slots))
             if keep {
                 kept += contents.bytes.count
                 while kept > keepContents, firstKept < blocks.count {
@@ -126,6 +145,16 @@ extension LogCodec {
             contents.bytes.removeAll(keepingCapacity: true)
             slots.removeAll(keepingCapacity: true)
             pending = 0
+            if let spill, w.bytes.count >= spill.threshold {
+                try spill.write(w.bytes, spilled.count)
+                // The frame's room, at the start of the first piece, is not payload.
+                let payloadStart = max(0, headroom - spilled.count)
+                spilled.payloadCRC = w.bytes.withUnsafeBytes {
+                    CRC32C.update(spilled.payloadCRC, UnsafeRawBufferPointer(rebasing: $0[payloadStart...]))
+                }
+                spilled.count += w.bytes.count
+                w.bytes.removeAll(keepingCapacity: true)
+            }
         }
         w.varint(commit.writes.count)
         for (position, write) in commit.writes.enumerated() {
@@ -135,9 +164,9 @@ extension LogCodec {
                 write.snapshot, key: write.key, entity: write.entity, into: &contents, map: map,
                 external: external.map { lookup in { lookup(position, $0) } })
             pending += 1
-            if contents.bytes.count >= LogBlocks.targetBytes || pending == LogBlocks.maximumWrites { flush() }
+            if contents.bytes.count >= LogBlocks.targetBytes || pending == LogBlocks.maximumWrites { try flush() }
         }
-        flush()
+        try flush()
         return blocks
     }
 }

@@ -251,12 +251,28 @@ struct LogCommit {
 /// A version 4 payload is encoded after room for the record frame, which ``record(salt:offset:)``
 /// fills in place: a large save's bytes are not copied into a second buffer.
 struct LogEncodedCommit {
-    /// The payload, after `headroom` bytes kept for the frame.
+    /// The payload, after `headroom` bytes kept for the frame; once part of the record was
+    /// spilled to the file, the bytes after that part.
     var bytes: [UInt8]
     var headroom: Int
-    /// Version 4: each block as encoded (offsets counted from the start of `bytes`).
+    /// Version 4: each block as encoded (offsets counted from the record's start, frame
+    /// room included).
     var blocks: [LogEncodedBlock]
     var formatVersion: UInt16
+    /// What went to the file while encoding (``LogCommitSpill``); nothing unless asked.
+    var spilled = LogSpilled()
+
+    /// For a commit part of which was spilled: the rest of its bytes, to write after the
+    /// spilled ones, and its frame, to write last, at the record's start, with the
+    /// checksum over the whole payload. The record is `spilled.count + tail.count` bytes.
+    func finishSpilled(salt: UInt64, offset: Int64) -> (tail: [UInt8], frame: [UInt8]) {
+        let payloadLength = spilled.count - headroom + bytes.count
+        let payloadCRC = CRC32C.combine(spilled.payloadCRC, CRC32C.checksum(bytes), lengthB: bytes.count)
+        let frame = LogFormat.frameBytes(
+            type: .commit, flags: 0, storedCount: payloadLength, payloadLength: payloadLength, salt: salt,
+            offset: offset, storedCRC: payloadCRC, storedLength: payloadLength)
+        return (bytes, frame)
+    }
 
     /// The payload alone.
     var payload: [UInt8] { headroom == 0 ? bytes : Array(bytes[headroom...]) }
@@ -368,7 +384,7 @@ enum LogCodec {
     ///   to keep in the result, for the cache.
     static func encodeCommit(
         _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil,
-        keepContents: Int = 0
+        keepContents: Int = 0, spill: LogCommitSpill? = nil
     ) throws -> LogEncodedCommit {
         let headroom = map.formatVersion >= 4 ? LogFormat.frameSize : 0
         // Room for a typical record (a few hundred bytes), so that a large commit's buffer is
@@ -390,9 +406,12 @@ enum LogCodec {
             w.zigzag(key)
         }
         if map.formatVersion >= 4 {
-            let blocks = try encodeBlocks(commit, into: &w, map: map, external: external, keepContents: keepContents)
+            var spilled = LogSpilled()
+            let blocks = try encodeBlocks(
+                commit, into: &w, map: map, external: external, keepContents: keepContents, headroom: headroom,
+                spill: spill, spilled: &spilled)
             return LogEncodedCommit(
-                bytes: w.bytes, headroom: headroom, blocks: blocks, formatVersion: map.formatVersion)
+                bytes: w.bytes, headroom: headroom, blocks: blocks, formatVersion: map.formatVersion, spilled: spilled)
         }
         w.varint(commit.writes.count)
         for (position, write) in commit.writes.enumerated() {

@@ -104,6 +104,21 @@ enum LogFormat {
         _ record: inout [UInt8], type: RecordType, flags: UInt8, payloadLength: Int, salt: UInt64, offset: Int64
     ) {
         let storedCount = record.count - frameSize
+        let storedCRC = record.withUnsafeBytes { CRC32C.update(0, UnsafeRawBufferPointer(rebasing: $0[frameSize...])) }
+        let frame = frameBytes(
+            type: type, flags: flags, storedCount: storedCount, payloadLength: payloadLength, salt: salt,
+            offset: offset,
+            storedCRC: storedCRC, storedLength: storedCount)
+        record.replaceSubrange(0..<frameSize, with: frame)
+    }
+
+    /// The 16 frame bytes of a record whose stored bytes (`storedLength` of them) have the
+    /// CRC32C `storedCRC`: the checksum covers the salt, the offset, the frame's first 12
+    /// bytes and the stored bytes, combined here without the stored bytes themselves.
+    static func frameBytes(
+        type: RecordType, flags: UInt8, storedCount: Int, payloadLength: Int, salt: UInt64, offset: Int64,
+        storedCRC: UInt32, storedLength: Int
+    ) -> [UInt8] {
         var w = LogByteWriter(capacity: frameSize)
         w.u32(UInt32(storedCount))
         w.u8(type.rawValue)
@@ -114,11 +129,9 @@ enum LogFormat {
         prefix.u64(salt)
         prefix.u64(UInt64(bitPattern: offset))
         prefix.bytes.append(contentsOf: w.bytes)
-        let crc = record.withUnsafeBytes { bytes in
-            CRC32C.update(CRC32C.update(0, prefix.bytes), UnsafeRawBufferPointer(rebasing: bytes[frameSize...]))
-        }
+        let crc = CRC32C.combine(CRC32C.checksum(prefix.bytes), storedCRC, lengthB: storedLength)
         w.u32(CRC32C.mask(crc))
-        record.replaceSubrange(0..<frameSize, with: w.bytes)
+        return w.bytes
     }
 
     static func checksum(frame: [UInt8], payload: [UInt8], salt: UInt64, offset: Int64) -> UInt32 {

@@ -252,12 +252,34 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         let external = try externalValues(of: commit, current: w.external)
         try externalFiles.write(external.files)
         let start = w.end
+        // A large commit goes to the file in pieces as it is encoded, its frame last.
+        var spillFailed = false
+        let (fd, fs, path) = (w.fd, fs, path)
+        let spill = LogCommitSpill(threshold: configuration.commitChunkBytes) { bytes, at in
+            guard at + bytes.count - LogFormat.frameSize <= LogFormat.maximumPayload else {
+                throw DataStoreError(.unsupportedFeature, "a commit of this size is larger than a log record can be")
+            }
+            spillFailed = true
+            do {
+                try fs.write(fd, bytes, at: start + Int64(at))
+            } catch {
+                throw DataStoreError(
+                    .ioFailure, "writing a commit record at offset \(start) of \(path) failed; nothing was saved",
+                    underlying: error)
+            }
+        }
         do {
             var encoded = try LogCodec.encodeCommit(
                 commit, map: map.with(formatVersion: w.formatVersion),
                 external: external.references.isEmpty ? nil : { external.references[$0]?[$1] },
-                keepContents: located ? configuration.cacheCapacity : 0)
-            try append(&w, type: .commit, record: encoded.takeRecord(salt: w.salt, offset: w.end))
+                keepContents: located ? configuration.cacheCapacity : 0, spill: located ? spill : nil)
+            if encoded.spilled.count > 0 {
+                let (tail, frame) = encoded.finishSpilled(salt: w.salt, offset: start)
+                try appendSpilled(&w, spilled: encoded.spilled.count, tail: tail, frame: frame)
+                spillFailed = false
+            } else {
+                try append(&w, type: .commit, record: encoded.takeRecord(salt: w.salt, offset: w.end))
+            }
             if located {
                 // The table holds where the writes are; the cache holds what they are.
                 prepared.storedRows = encoded.locations(recordOffset: start).map { StoredRow.location($0) }
@@ -265,6 +287,8 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
                     encoded.cachedBlocks(recordOffset: start, writes: commit.writes.map { $0.snapshot }))
             }
         } catch {
+            // Pieces of a commit that failed are cut off the end of the file again.
+            if spillFailed { cutBack(&w, to: start) }
             externalFiles.removeQuietly(external.files.map(\.name))
             throw error
         }
@@ -466,6 +490,44 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         w.fileSize = max(w.fileSize, recordEnd + reserve)
     }
 
+    /// Finishes a commit whose first `spilled` bytes are in the file already: its reserved
+    /// zeros if it grows the file, the rest of its bytes, then its frame at `w.end`, so that
+    /// the record is valid only once every byte of it is written.
+    func appendSpilled(_ w: inout WriterState, spilled: Int, tail: [UInt8], frame: [UInt8]) throws {
+        let start = w.end
+        let recordEnd = start + Int64(spilled + tail.count)
+        guard recordEnd - start - Int64(LogFormat.frameSize) <= Int64(LogFormat.maximumPayload) else {
+            cutBack(&w, to: start)
+            throw DataStoreError(.unsupportedFeature, "a commit of this size is larger than a log record can be")
+        }
+        let reserve =
+            recordEnd > max(w.fileSize, w.end)
+            ? Self.reservation(after: recordEnd, most: configuration.reservedTail) : 0
+        do {
+            if reserve > 0 { try fs.write(w.fd, [UInt8](repeating: 0, count: Int(reserve)), at: recordEnd) }
+            if !tail.isEmpty { try fs.write(w.fd, tail, at: start + Int64(spilled)) }
+            try fs.write(w.fd, frame, at: start)
+        } catch {
+            cutBack(&w, to: start)
+            throw DataStoreError(
+                .ioFailure, "writing a commit record at offset \(start) of \(path) failed; nothing was saved",
+                underlying: error)
+        }
+        w.end = recordEnd
+        w.fileSize = max(w.fileSize, recordEnd + reserve)
+    }
+
+    /// Cuts the file back to `offset` after a failed write; if that fails too, the store
+    /// refuses further saves (the next open's recovery cuts the torn bytes).
+    func cutBack(_ w: inout WriterState, to offset: Int64) {
+        do {
+            try fs.truncate(w.fd, to: offset)
+            w.fileSize = offset
+        } catch {
+            w.unusable = "a failed write could not be cut back off the end of the file (\(error))"
+        }
+    }
+
     /// How many zero bytes to reserve after a record that ends the file at `end`: an eighth
     /// of the file, at least 4 KiB and at most `most`, so that a small store stays small
     /// when its program exits without closing it.
@@ -576,6 +638,9 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// each durable save's sync. Opening reads such a tail as the end of the log; closing
     /// cuts it off. 0 turns it off. SwiftData has no such setting.
     public var reservedTail: Int = 1 << 20
+    /// A commit larger than this goes to the file in pieces of about this size as it is
+    /// encoded, its frame last, instead of being held whole in memory first (4 MiB).
+    @_spi(Testing) public var commitChunkBytes: Int = 4 << 20
 
     /// A fixed salt for new files (the sample files); otherwise a random one.
     @_spi(Testing) public var fixedSalt: UInt64?
