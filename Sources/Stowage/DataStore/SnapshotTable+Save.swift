@@ -30,8 +30,9 @@ extension SnapshotTable {
         public internal(set) var nextPrimaryKey: Int64 = 1
         /// The snapshots as they will be stored: inserted (with permanent identifiers),
         /// updated, and the identifiers deleted. Log-structured stores write these.
-        public internal(set) var storedInserts: [DefaultSnapshot] = []
-        public internal(set) var storedUpdates: [DefaultSnapshot] = []
+        /// Built from the writes when read: a million-row save does not keep a second list.
+        public var storedInserts: [DefaultSnapshot] { writes.filter { $0.isInsert }.map { $0.snapshot } }
+        public var storedUpdates: [DefaultSnapshot] { writes.filter { !$0.isInsert }.map { $0.snapshot } }
         public internal(set) var storedDeletes: [PersistentIdentifier] = []
         /// What each write puts in the table, by position in `writes`: `nil` puts the
         /// snapshot itself; a log store of version 4 puts where it wrote it.
@@ -258,7 +259,6 @@ extension SnapshotTable {
                 stored = stored.copy(persistentIdentifier: id, remappedIdentifiers: remapping())
             }
             prepared.writes.append((final.entity.name, final.key, stored, final.isInsert))
-            if final.isInsert { prepared.storedInserts.append(stored) } else { prepared.storedUpdates.append(stored) }
             if !prepared.reregister.isEmpty, prepared.reregister[id] != nil { prepared.reregister[id] = stored }
         }
         prepared.nextPrimaryKey = nextKey
