@@ -66,6 +66,30 @@ struct ContextTests {
         #expect(context.insertedModelsArray.isEmpty)
     }
 
+    /// Changed models stay listed in the order of their first change; deleting one takes it
+    /// out, rollback clears the list, and a save writes exactly the models listed.
+    @Test func changedModelsKeepTheirOrderThroughDeletesAndRollback() throws {
+        let container = try memoryContainer()
+        let context = ModelContext(container)
+        let trips = ["A", "B", "C"].map { Trip(name: $0) }
+        for trip in trips { context.insert(trip) }
+        try context.save()
+        trips[2].budget = 3
+        trips[0].budget = 1
+        trips[2].budget = 33
+        trips[1].budget = 2
+        #expect(context.changedModelsArray.map { ($0 as? Trip)?.name } == ["C", "A", "B"])
+        context.delete(trips[0])
+        #expect(context.changedModelsArray.map { ($0 as? Trip)?.name } == ["C", "B"])
+        context.rollback()
+        #expect(context.changedModelsArray.isEmpty)
+        #expect(trips.map(\.budget) == [0, 0, 0])
+        trips[1].budget = 20
+        try context.save()
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]))
+        #expect(stored.map(\.budget) == [0, 20, 0])
+    }
+
     /// Inserts into two stores in one save, interleaved, each get the permanent identifier
     /// of the store that holds them.
     @Test func insertsSpreadOverTwoStoresEachGetTheirStoresIdentifier() throws {
