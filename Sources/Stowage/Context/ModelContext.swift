@@ -268,8 +268,15 @@ public final class ModelContext {
     func resolveModel(for id: PersistentIdentifier, entity: Schema.Entity?) -> (any PersistentModel)? {
         if let model = registered[id] { return model }
         if deletedModels[id] != nil || id.isTemporary { return nil }
-        // One identifier: read in order, without the dictionaries `loadSnapshots` builds.
-        guard let found = try? loadSnapshotsInOrder([id]), let snapshot = found.first ?? nil else { return nil }
+        // One identifier: straight from the one table-keeping store when there is one, else
+        // read in order, without the dictionaries `loadSnapshots` builds.
+        let snapshot: DefaultSnapshot?
+        if let store = container.onlyTableStore {
+            snapshot = try? store.withTable { try $0.snapshot(for: id) }
+        } else {
+            snapshot = (try? loadSnapshotsInOrder([id]))?.first ?? nil
+        }
+        guard let snapshot else { return nil }
         return try? materialize(snapshot, entity: entity, knownUnregistered: true)
     }
 
