@@ -476,12 +476,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             if reserve > 0 { try fs.write(w.fd, [UInt8](repeating: 0, count: Int(reserve)), at: recordEnd) }
             try fs.write(w.fd, record, at: w.end)
         } catch {
-            do {
-                try fs.truncate(w.fd, to: w.end)
-                w.fileSize = w.end
-            } catch {
-                w.unusable = "a failed write could not be cut back off the end of the file (\(error))"
-            }
+            cutBack(&w, to: w.end)
             throw DataStoreError(
                 .ioFailure, "writing a \(type) record at offset \(w.end) of \(path) failed; nothing was saved",
                 underlying: error)
