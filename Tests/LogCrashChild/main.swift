@@ -1,8 +1,11 @@
 // The child process of the LogStore crash tests (Tests/StowageTests/LogCrashTests.swift).
 //
-//   LogCrashChild save <store-file>     saves numbered batches forever, printing each
+//   LogCrashChild save <store-file> [chunk]
+//                                       saves numbered batches forever, printing each
 //                                       acknowledged batch number (after "ready"), and
-//                                       writes a checkpoint after every third batch
+//                                       writes a checkpoint after every third batch; with
+//                                       `chunk`, commits over that many bytes are written in
+//                                       pieces, frame last (`commitChunkBytes`)
 //   LogCrashChild lock <store-file>     tries to open the store; prints "opened" or the
 //                                       DataStoreError code, e.g. "storeLocked"
 //   LogCrashChild default               opens ModelContainer(for:) with no configuration
@@ -37,7 +40,8 @@ guard arguments.count >= 2 else {
 do {
     switch arguments[1] {
     case "save" where arguments.count >= 3:
-        let configuration = LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))
+        var configuration = LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))
+        if arguments.count >= 4, let chunk = Int(arguments[3]) { configuration.commitChunkBytes = chunk }
         let container = try ModelContainer(for: Schema([CrashBatch.self]), configurations: [configuration])
         var next = (try ModelContext(container).fetch(FetchDescriptor<CrashBatch>()).map(\.batch).max() ?? 0) + 1
         say("ready")
