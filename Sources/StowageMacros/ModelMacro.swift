@@ -54,13 +54,21 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             .joined(separator: "\n")
 
         return [
+            // Both are made when first needed, not with the model: a fetched model's
+            // `init(backingData:)` brings its own backing data, and only a model whose
+            // properties have been read can have observers (see `PersistedPropertyMacro`).
             """
-            @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: \(raw: typeName).self)
+            @Stowage._StowageIgnored @exclusivity(unchecked) private var _$backingData: Stowage.ModelBackingData? = nil
             """,
             """
             public var persistentBackingData: Stowage.ModelBackingData {
                 get {
-                    _$backingData
+                    if let data = _$backingData {
+                        return data
+                    }
+                    let data = Stowage.ModelBackingData(for: \(raw: typeName).self)
+                    _$backingData = data
+                    return data
                 }
                 set {
                     _$backingData = newValue
@@ -68,7 +76,17 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
-            @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+            @Stowage._StowageIgnored @exclusivity(unchecked) private var _$observation: Stowage._ModelObservation? = nil
+            """,
+            """
+            private var _$observationRegistrar: Stowage._ModelObservation {
+                if let observation = _$observation {
+                    return observation
+                }
+                let observation = Stowage._ModelObservation()
+                _$observation = observation
+                return observation
+            }
             """,
             """
             public static var _stowageEntityName: String {

@@ -30,7 +30,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """
             @storageRestrictions(accesses: _$backingData, initializes: _\(raw: name))
             init(initialValue) {
-                _$backingData.setInitialValue(initialValue, forKey: \(literal: name))
+                Stowage.ModelBackingData.setInitialValue(initialValue, forKey: \(literal: name), in: &_$backingData, of: Self.self)
                 _\(raw: name) = Stowage._StowagePersistedProperty()
             }
             """,
@@ -42,7 +42,11 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """,
             """
             set {
-                _$observationRegistrar.withMutation(of: self, keyPath: \\.\(raw: identifier)) {
+                if let observation = _$observation {
+                    observation.withMutation(of: self, keyPath: \\.\(raw: identifier)) {
+                        self.setValue(forKey: \\.\(raw: identifier), to: newValue)
+                    }
+                } else {
                     self.setValue(forKey: \\.\(raw: identifier), to: newValue)
                 }
             }

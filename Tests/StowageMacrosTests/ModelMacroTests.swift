@@ -25,7 +25,7 @@ struct ModelMacroTests {
                     var name: String {
                         @storageRestrictions(accesses: _$backingData, initializes: _name)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "name")
+                            Stowage.ModelBackingData.setInitialValue(initialValue, forKey: "name", in: &_$backingData, of: Self.self)
                             _name = Stowage._StowagePersistedProperty()
                         }
                         get {
@@ -33,7 +33,11 @@ struct ModelMacroTests {
                             return self.getValue(forKey: \.name)
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                            if let observation = _$observation {
+                                observation.withMutation(of: self, keyPath: \.name) {
+                                    self.setValue(forKey: \.name, to: newValue)
+                                }
+                            } else {
                                 self.setValue(forKey: \.name, to: newValue)
                             }
                         }
@@ -43,7 +47,7 @@ struct ModelMacroTests {
                     var isPacked {
                         @storageRestrictions(accesses: _$backingData, initializes: _isPacked)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "isPacked")
+                            Stowage.ModelBackingData.setInitialValue(initialValue, forKey: "isPacked", in: &_$backingData, of: Self.self)
                             _isPacked = Stowage._StowagePersistedProperty()
                         }
                         get {
@@ -51,7 +55,11 @@ struct ModelMacroTests {
                             return self.getValue(forKey: \.isPacked)
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \.isPacked) {
+                            if let observation = _$observation {
+                                observation.withMutation(of: self, keyPath: \.isPacked) {
+                                    self.setValue(forKey: \.isPacked, to: newValue)
+                                }
+                            } else {
                                 self.setValue(forKey: \.isPacked, to: newValue)
                             }
                         }
@@ -61,7 +69,7 @@ struct ModelMacroTests {
                     var note: String? {
                         @storageRestrictions(accesses: _$backingData, initializes: _note)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "note")
+                            Stowage.ModelBackingData.setInitialValue(initialValue, forKey: "note", in: &_$backingData, of: Self.self)
                             _note = Stowage._StowagePersistedProperty()
                         }
                         get {
@@ -69,7 +77,11 @@ struct ModelMacroTests {
                             return self.getValue(forKey: \.note)
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \.note) {
+                            if let observation = _$observation {
+                                observation.withMutation(of: self, keyPath: \.note) {
+                                    self.setValue(forKey: \.note, to: newValue)
+                                }
+                            } else {
                                 self.setValue(forKey: \.note, to: newValue)
                             }
                         }
@@ -79,7 +91,7 @@ struct ModelMacroTests {
                     var tags: [Tag] {
                         @storageRestrictions(accesses: _$backingData, initializes: _tags)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "tags")
+                            Stowage.ModelBackingData.setInitialValue(initialValue, forKey: "tags", in: &_$backingData, of: Self.self)
                             _tags = Stowage._StowagePersistedProperty()
                         }
                         get {
@@ -87,7 +99,11 @@ struct ModelMacroTests {
                             return self.getValue(forKey: \.tags)
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \.tags) {
+                            if let observation = _$observation {
+                                observation.withMutation(of: self, keyPath: \.tags) {
+                                    self.setValue(forKey: \.tags, to: newValue)
+                                }
+                            } else {
                                 self.setValue(forKey: \.tags, to: newValue)
                             }
                         }
@@ -97,7 +113,7 @@ struct ModelMacroTests {
                     var trip: Trip? {
                         @storageRestrictions(accesses: _$backingData, initializes: _trip)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "trip")
+                            Stowage.ModelBackingData.setInitialValue(initialValue, forKey: "trip", in: &_$backingData, of: Self.self)
                             _trip = Stowage._StowagePersistedProperty()
                         }
                         get {
@@ -105,7 +121,11 @@ struct ModelMacroTests {
                             return self.getValue(forKey: \.trip)
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \.trip) {
+                            if let observation = _$observation {
+                                observation.withMutation(of: self, keyPath: \.trip) {
+                                    self.setValue(forKey: \.trip, to: newValue)
+                                }
+                            } else {
                                 self.setValue(forKey: \.trip, to: newValue)
                             }
                         }
@@ -123,18 +143,32 @@ struct ModelMacroTests {
                     }
                     init(name: String) { self.name = name }
 
-                    @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Item.self)
+                    @Stowage._StowageIgnored @exclusivity(unchecked) private var _$backingData: Stowage.ModelBackingData? = nil
 
                     public var persistentBackingData: Stowage.ModelBackingData {
                         get {
-                            _$backingData
+                            if let data = _$backingData {
+                                return data
+                            }
+                            let data = Stowage.ModelBackingData(for: Item.self)
+                            _$backingData = data
+                            return data
                         }
                         set {
                             _$backingData = newValue
                         }
                     }
 
-                    @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+                    @Stowage._StowageIgnored @exclusivity(unchecked) private var _$observation: Stowage._ModelObservation? = nil
+
+                    private var _$observationRegistrar: Stowage._ModelObservation {
+                        if let observation = _$observation {
+                            return observation
+                        }
+                        let observation = Stowage._ModelObservation()
+                        _$observation = observation
+                        return observation
+                    }
 
                     public static var _stowageEntityName: String {
                         "Item"
@@ -186,7 +220,7 @@ struct ModelMacroTests {
                         var name: String {
                             @storageRestrictions(accesses: _$backingData, initializes: _name)
                             init(initialValue) {
-                                _$backingData.setInitialValue(initialValue, forKey: "name")
+                                Stowage.ModelBackingData.setInitialValue(initialValue, forKey: "name", in: &_$backingData, of: Self.self)
                                 _name = Stowage._StowagePersistedProperty()
                             }
                             get {
@@ -194,7 +228,11 @@ struct ModelMacroTests {
                                 return self.getValue(forKey: \.name)
                             }
                             set {
-                                _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                                if let observation = _$observation {
+                                    observation.withMutation(of: self, keyPath: \.name) {
+                                        self.setValue(forKey: \.name, to: newValue)
+                                    }
+                                } else {
                                     self.setValue(forKey: \.name, to: newValue)
                                 }
                             }
@@ -203,18 +241,32 @@ struct ModelMacroTests {
                         @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
                         init(name: String) { self.name = name }
 
-                        @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Item.self)
+                        @Stowage._StowageIgnored @exclusivity(unchecked) private var _$backingData: Stowage.ModelBackingData? = nil
 
                         public var persistentBackingData: Stowage.ModelBackingData {
                             get {
-                                _$backingData
+                                if let data = _$backingData {
+                                    return data
+                                }
+                                let data = Stowage.ModelBackingData(for: Item.self)
+                                _$backingData = data
+                                return data
                             }
                             set {
                                 _$backingData = newValue
                             }
                         }
 
-                        @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+                        @Stowage._StowageIgnored @exclusivity(unchecked) private var _$observation: Stowage._ModelObservation? = nil
+
+                        private var _$observationRegistrar: Stowage._ModelObservation {
+                            if let observation = _$observation {
+                                return observation
+                            }
+                            let observation = Stowage._ModelObservation()
+                            _$observation = observation
+                            return observation
+                        }
 
                         public static var _stowageEntityName: String {
                             "Item"
@@ -257,18 +309,32 @@ struct ModelMacroTests {
                     var computed: Int { 3 }
                     init() {}
 
-                    @Stowage._StowageIgnored private var _$backingData: Stowage.ModelBackingData = Stowage.ModelBackingData(for: Settings.self)
+                    @Stowage._StowageIgnored @exclusivity(unchecked) private var _$backingData: Stowage.ModelBackingData? = nil
 
                     public var persistentBackingData: Stowage.ModelBackingData {
                         get {
-                            _$backingData
+                            if let data = _$backingData {
+                                return data
+                            }
+                            let data = Stowage.ModelBackingData(for: Settings.self)
+                            _$backingData = data
+                            return data
                         }
                         set {
                             _$backingData = newValue
                         }
                     }
 
-                    @Stowage._StowageIgnored private let _$observationRegistrar = Observation.ObservationRegistrar()
+                    @Stowage._StowageIgnored @exclusivity(unchecked) private var _$observation: Stowage._ModelObservation? = nil
+
+                    private var _$observationRegistrar: Stowage._ModelObservation {
+                        if let observation = _$observation {
+                            return observation
+                        }
+                        let observation = Stowage._ModelObservation()
+                        _$observation = observation
+                        return observation
+                    }
 
                     public static var _stowageEntityName: String {
                         "Settings"

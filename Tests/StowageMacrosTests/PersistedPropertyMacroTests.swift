@@ -15,7 +15,7 @@ struct PersistedPropertyMacroTests {
                     var name: String {
                         @storageRestrictions(accesses: _$backingData, initializes: _name)
                         init(initialValue) {
-                            _$backingData.setInitialValue(initialValue, forKey: "name")
+                            Stowage.ModelBackingData.setInitialValue(initialValue, forKey: "name", in: &_$backingData, of: Self.self)
                             _name = Stowage._StowagePersistedProperty()
                         }
                         get {
@@ -23,7 +23,11 @@ struct PersistedPropertyMacroTests {
                             return self.getValue(forKey: \.name)
                         }
                         set {
-                            _$observationRegistrar.withMutation(of: self, keyPath: \.name) {
+                            if let observation = _$observation {
+                                observation.withMutation(of: self, keyPath: \.name) {
+                                    self.setValue(forKey: \.name, to: newValue)
+                                }
+                            } else {
                                 self.setValue(forKey: \.name, to: newValue)
                             }
                         }
@@ -43,7 +47,9 @@ struct PersistedPropertyMacroTests {
             }
             """#)
         #expect(result.source.contains(#"initializes: _default)"#))
-        #expect(result.source.contains(#"setInitialValue(initialValue, forKey: "default")"#))
+        #expect(
+            result.source.contains(
+                #"setInitialValue(initialValue, forKey: "default", in: &_$backingData, of: Self.self)"#))
         #expect(result.source.contains(#"return self.getValue(forKey: \.`default`)"#))
         #expect(result.source.contains("private var _default: Stowage._StowagePersistedProperty"))
     }

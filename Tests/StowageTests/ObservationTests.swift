@@ -102,4 +102,31 @@ struct ObservationTests {
         trip.items.append(Item(name: "boots"))
         #expect(watch.count == 1)
     }
+
+    /// A model gets its backing data from its first initial value, or when first asked
+    /// for, and keeps that one: a model with no persisted property at all still saves.
+    @Test(arguments: [StoreFactory.memory, StoreFactory.log])
+    func backingDataIsMadeOnceAndKept(_ factory: StoreFactory) throws {
+        let trip = Trip(name: "once")
+        let data = trip.persistentBackingData
+        #expect(trip.persistentBackingData === data)
+        #expect(trip.name == "once")
+
+        let marker = Marker()
+        marker.label = "not stored"
+        let made = marker.persistentBackingData
+        #expect(marker.persistentBackingData === made)
+        let container = try factory.make(Schema([Marker.self]))
+        let context = ModelContext(container)
+        context.insert(marker)
+        try context.save()
+        #expect(!marker.persistentModelID.isTemporary)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Marker>()) == 1)
+    }
+}
+
+/// A model whose only stored property is transient: nothing of it is persisted.
+@Model final class Marker {
+    @Transient var label = ""
+    init() {}
 }

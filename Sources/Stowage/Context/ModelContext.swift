@@ -55,7 +55,16 @@ public final class ModelContext {
     /// Creates a context for `container`.
     public init(_ container: ModelContainer) {
         self.container = container
+        link.context = self
     }
+
+    /// What the models registered here hold to find their context: one weak reference for
+    /// them all. A weak reference in each model would give every model a side table, one
+    /// more allocation each.
+    final class Link {
+        weak var context: ModelContext?
+    }
+    let link = Link()
 
     var editingState: EditingState { EditingState(id: editingID, author: author) }
 
@@ -87,7 +96,7 @@ public final class ModelContext {
         // A temporary identifier is a pending insert, which saves whole anyway. The model's
         // backing data names this context as its own only while it is registered here
         // (every unregistering clears it), so the registry is not asked again.
-        guard !id.isTemporary, model.persistentBackingData.context === self,
+        guard !id.isTemporary, model.persistentBackingData.isRegistered(in: self),
             deletedModels.isEmpty || deletedModels[id] == nil
         else { return }
         if changedSet.insert(id).inserted {
@@ -159,7 +168,7 @@ public final class ModelContext {
     func delete(_ model: any PersistentModel) {
         let data = model.persistentBackingData
         let id = data.persistentModelID
-        guard data.context === self, deletedModels[id] == nil else { return }
+        guard data.isRegistered(in: self), deletedModels[id] == nil else { return }
         if id.isTemporary {
             removeInserted(id)
             unlinkAll(model)

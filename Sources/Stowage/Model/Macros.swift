@@ -20,10 +20,15 @@
 /// without `willSet`/`didSet` observers. The macro adds the backing data,
 /// ``PersistentModel/schemaMetadata``, `init(backingData:)` and the conformances to
 /// ``PersistentModel`` and `Observable`. It can only be applied to a class.
+///
+/// Where Stowage differs: a model makes its observation registrar when one of its
+/// properties is first read, not with the model (see `_ModelObservation`), and its backing
+/// data with its first initial value, or from `init(backingData:)`. Observers see what
+/// they would see in SwiftData: a write to a property no one has read tells no one.
 @attached(
     member,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init),
-    named(_$observationRegistrar), named(_stowageEntityName)
+    named(_$observationRegistrar), named(_$observation), named(_stowageEntityName)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)

@@ -57,7 +57,15 @@ public final class ModelBackingData {
         }
         set { assignedID = newValue }
     }
-    weak var context: ModelContext?
+    /// The context the model is registered in, through the link that context shares with
+    /// all its models: `nil` once the context is gone.
+    var context: ModelContext? {
+        get { contextLink?.context }
+        set { contextLink = newValue?.link }
+    }
+    @exclusivity(unchecked) private var contextLink: ModelContext.Link?
+    /// Whether the model is registered in `context`: no weak load.
+    func isRegistered(in context: ModelContext) -> Bool { contextLink === context.link }
     var isDeleted = false
     /// Where the next ``setInitialValue(_:forKey:)`` probably writes: the one after the last.
     private var initialValueCursor = 0
@@ -67,8 +75,7 @@ public final class ModelBackingData {
 
     /// Creates empty storage for a new model of `type`. `@Model` calls this.
     ///
-    /// It does no work beyond the allocation: a fetched model's initializer makes one of
-    /// these and replaces it at once, so the entity, the slots and the temporary
+    /// It does no work beyond the allocation: the entity, the slots and the temporary
     /// identifier are all made when first needed.
     public init(for type: any PersistentModel.Type) {
         self.modelType = type
@@ -369,7 +376,23 @@ public final class ModelBackingData {
     }
 
     /// Stores a value from a property's initial value or the model's `init`, before the
-    /// model object is complete. The `@Model` init accessors call this.
+    /// model object is complete, making the model's backing data first if it has none yet.
+    /// The `@Model` init accessors call this: a model gets its backing data from its first
+    /// initial value, or from `init(backingData:)`, and never makes one to throw away.
+    public static func setInitialValue<Value>(
+        _ value: Value, forKey name: String, in data: inout ModelBackingData?, of type: any PersistentModel.Type
+    ) {
+        if let data {
+            data.setInitialValue(value, forKey: name)
+            return
+        }
+        let made = ModelBackingData(for: type)
+        data = made
+        made.setInitialValue(value, forKey: name)
+    }
+
+    /// Stores a value from a property's initial value or the model's `init`, before the
+    /// model object is complete.
     public func setInitialValue<Value>(_ value: Value, forKey name: String) {
         let entity = self.entity
         guard let index = entity.propertyIndex(named: name, guess: initialValueCursor) else { return }
