@@ -102,6 +102,23 @@ struct EncodedValuesTests {
             #expect(all.first?.label == "b" && all.first?.count == 2, "\(name)")
         }
     }
+
+    /// The common types are recognised by their exact type, and everything else, an
+    /// optional holding one of them included, still by a cast: the result is the same.
+    @Test func directValuesOfEveryCommonTypeAndOfOptionals() {
+        let id = UUID()
+        let date = Date(timeIntervalSince1970: 1_700_000_000)
+        let cases: [(Any, SnapshotValue?)] = [
+            ("text", .string("text")), (id, .uuid(id)), (42, .int(42)), (2.5, .double(2.5)),
+            (true, .bool(true)), (date, .date(date)), (Int64(-7), .int(-7)), (Int32(7), .int(7)),
+            (UInt8(9), .uint(9)), (Float(1.5), .double(1.5)),
+            (Optional("wrapped") as Any, .string("wrapped")), (Optional(id) as Any, .uuid(id)),
+            (Optional<Int>.none as Any, nil), ([1, 2], nil),
+        ]
+        for (value, expected) in cases {
+            #expect(SnapshotValueEncoder.directValue(value) == expected, "\(type(of: value)) \(value)")
+        }
+    }
 }
 
 /// Attributes of common types only, so that it writes its values encoded.

@@ -102,10 +102,17 @@ extension ModelContext {
     /// The snapshots a fetch returns, merged with this context's unsaved changes when the
     /// descriptor asks for them.
     func fetchSnapshots<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [DefaultSnapshot] {
-        let (store, request) = try makeRequest(descriptor)
-        let query = request.query
+        let (entity, store) = try route(T.self)
+        let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
         guard descriptor.includePendingChanges, hasPendingChanges(forEntity: query.entity.name) else {
-            return try store.fetch(request).fetchedSnapshots
+            // Straight to the one table-keeping store when there is one, without the generic
+            // request and result, whose type metadata a fetch would look up every time.
+            if let tableStore = container.onlyTableStore {
+                return try tableStore.withTable { try $0.fetch(query) }
+            }
+            return try store.fetch(
+                DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query)
+            ).fetchedSnapshots
         }
         // Fetch without the window, replace what this context has changed, then sort and cut.
         var unwindowed = query

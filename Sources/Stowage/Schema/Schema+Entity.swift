@@ -156,7 +156,7 @@ extension Schema {
         /// The property a key path of the model class names.
         /// - Complexity: O(1).
         public func property(for keyPath: AnyKeyPath) -> PropertyMetadata? {
-            indexByKeyPath[keyPath].map { properties[$0] }
+            index(forKeyPath: keyPath).map { properties[$0] }
         }
 
         /// The position of the property called `name`. A model's initializer sets its
