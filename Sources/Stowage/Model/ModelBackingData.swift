@@ -182,9 +182,16 @@ public final class ModelBackingData {
             // it changes it, so the snapshot never sees that write. A model and its saved
             // record then hold one array between them, not two, from the moment the model is
             // snapshotted, which also lowers a large save's peak.
+            //
+            // A stored model's changed values are saved as they are, without that copy: its
+            // first write already copied them out of the store's array, among the other
+            // allocations of the app's loop, and copying again touched each string's
+            // reference count once more (about 4% of an update of 10% of 1M rows).
+            let id = persistentModelID
+            if !id.isTemporary { return DefaultSnapshot(persistentIdentifier: id, values: encodedValues) }
             let copy = encodedValues.withUnsafeBufferPointer { Array($0) }
             encodedValues = copy
-            return DefaultSnapshot(persistentIdentifier: persistentModelID, values: copy)
+            return DefaultSnapshot(persistentIdentifier: id, values: copy)
         }
         var values: [SnapshotValue] = []
         let kinds = entity.slotKinds
