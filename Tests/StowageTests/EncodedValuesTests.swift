@@ -103,6 +103,43 @@ struct EncodedValuesTests {
         }
     }
 
+    /// A save leaves each inserted model holding its own values, whichever store it went
+    /// to, when models of two stores are inserted interleaved: the models take their saved
+    /// snapshots' arrays by position in each store's list.
+    @Test func modelsOfTwoStoresKeepTheirOwnValuesAfterASave() throws {
+        let schema = Schema([Reading.self, Dial.self])
+        let readings = MemoryStoreConfiguration(name: "readings", schema: Schema([Reading.self]))
+        let gauges = MemoryStoreConfiguration(name: "gauges", schema: Schema([Dial.self]))
+        let container = try ModelContainer(for: schema, configurations: [readings, gauges])
+        #expect(schema.entitiesByName["Dial"]?.lazyChecks != nil, "Dial should be in values mode")
+        let context = ModelContext(container)
+        var made: [(Reading?, Dial?)] = []
+        for i in 0..<7 {
+            if i % 3 == 1 {
+                let gauge = Dial(name: "g\(i)", level: i * 10)
+                context.insert(gauge)
+                made.append((nil, gauge))
+            } else {
+                let reading = Reading(label: "r\(i)")
+                reading.count = i
+                reading.id = UUID()  // `id` is unique: equal ones would upsert into one record
+                context.insert(reading)
+                made.append((reading, nil))
+            }
+        }
+        try context.save()
+        for (i, pair) in made.enumerated() {
+            if let reading = pair.0 { #expect(reading.label == "r\(i)" && reading.count == i) }
+            if let gauge = pair.1 { #expect(gauge.name == "g\(i)" && gauge.level == i * 10) }
+        }
+        // A write after the save changes the model only.
+        let first = try #require(made[0].0)
+        first.count = 99
+        let stored = try ModelContext(container).fetch(
+            FetchDescriptor<Reading>(predicate: #Predicate { $0.label == "r0" }))
+        #expect(stored.map(\.count) == [0])
+    }
+
     /// The common types are recognised by their exact type, and everything else, an
     /// optional holding one of them included, still by a cast: the result is the same.
     @Test func directValuesOfEveryCommonTypeAndOfOptionals() {
@@ -136,5 +173,17 @@ final class Reading {
 
     init(label: String) {
         self.label = label
+    }
+}
+
+/// A second model of common types only, for a store of its own.
+@Model
+final class Dial {
+    var name: String
+    var level: Int
+
+    init(name: String, level: Int) {
+        self.name = name
+        self.level = level
     }
 }

@@ -34,6 +34,7 @@ extension ModelContext {
         for (id, model) in zip(insertedOrder, insertedModels) {
             inserted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
         }
+        adoptSnapshotValues(inserted)
         for id in changedOrder where deletions[id] == nil {
             guard let model = registered[id] else { continue }
             updated[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
@@ -83,6 +84,30 @@ extension ModelContext {
             }
         }
         finishSave(deletions: deletions, newIdentifiers: newIdentifiers, reregister: reregister)
+    }
+
+    /// Each inserted model keeps the values array its snapshot made, not a second copy of
+    /// the same values (`ModelBackingData.adoptSavedValues`). This runs once every snapshot
+    /// is made, before the store's work: the copies, made one after another, keep their
+    /// locality, and the store's encoding and index building reuse the models' freed
+    /// arrays instead of taking more memory.
+    func adoptSnapshotValues(_ inserted: [Int: [DefaultSnapshot]]) {
+        if inserted.count == 1, let snapshots = inserted.values.first {
+            for (model, snapshot) in zip(insertedModels, snapshots) {
+                model.persistentBackingData.adoptSavedValues(snapshot.values)
+            }
+            return
+        }
+        // Inserts into several stores: each store's list keeps the models' order.
+        var next: [Int: Int] = [:]
+        for (id, model) in zip(insertedOrder, insertedModels) {
+            guard let index = container.storeForEntity[id.entityName], let snapshots = inserted[index] else { continue }
+            let position = next[index, default: 0]
+            next[index] = position + 1
+            if position < snapshots.count {
+                model.persistentBackingData.adoptSavedValues(snapshots[position].values)
+            }
+        }
     }
 
     /// Works out every model the save deletes, and applies `.nullify`, before anything is

@@ -89,6 +89,15 @@ public final class ModelBackingData {
         return .encoded(encodedValues[index])
     }
 
+    /// Keeps the array of values a save's snapshot of this model holds in place of the
+    /// model's own, which it frees: the values are the same (nothing writes to the model
+    /// during a save), and a later write copies the array before changing it, so the
+    /// saved record never sees that write. Only in values mode, with every value set.
+    func adoptSavedValues(_ values: [SnapshotValue]) {
+        guard slots.isEmpty, unsetValues == 0, encodedValues.count == values.count else { return }
+        encodedValues = values
+    }
+
     /// Sizes the slots before a write; values held encoded move into them as they are.
     func ensureSlots() {
         if !encodedValues.isEmpty {
@@ -177,11 +186,11 @@ public final class ModelBackingData {
             // insert, but made scans of the store's snapshots 13-18% slower (100k rows: a
             // full enumerate 82 -> 93 ms, an unindexed count 61 -> 72 ms).
             //
-            // The model then keeps the new array in place of its own, which it frees: the
-            // values are the same, and a later write to the model copies the array before
-            // it changes it, so the snapshot never sees that write. A model and its saved
-            // record then hold one array between them, not two, from the moment the model is
-            // snapshotted, which also lowers a large save's peak.
+            // Once a save has made every snapshot, the model takes its copy in place of its
+            // own (`adoptSavedValues`), so that the two hold one array between them. Not
+            // here: freeing each model's own array while the save made the copies let the
+            // copies reuse those holes, among the models' other objects, and lost the
+            // copies' locality (closing a 100k store took 80 ms instead of 45).
             //
             // A stored model's changed values are saved as they are, without that copy: its
             // first write already copied them out of the store's array, among the other
@@ -189,9 +198,8 @@ public final class ModelBackingData {
             // reference count once more (about 4% of an update of 10% of 1M rows).
             let id = persistentModelID
             if !id.isTemporary { return DefaultSnapshot(persistentIdentifier: id, values: encodedValues) }
-            let copy = encodedValues.withUnsafeBufferPointer { Array($0) }
-            encodedValues = copy
-            return DefaultSnapshot(persistentIdentifier: id, values: copy)
+            return DefaultSnapshot(
+                persistentIdentifier: id, values: encodedValues.withUnsafeBufferPointer { Array($0) })
         }
         var values: [SnapshotValue] = []
         let kinds = entity.slotKinds
