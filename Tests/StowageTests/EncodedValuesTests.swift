@@ -140,8 +140,9 @@ struct EncodedValuesTests {
         #expect(stored.map(\.count) == [0])
     }
 
-    /// The common types are recognised by their exact type, and everything else, an
-    /// optional holding one of them included, still by a cast: the result is the same.
+    /// The common types and their optionals are recognised by their exact type, and
+    /// everything else still by a cast: the result is the same, and an empty optional of a
+    /// common type is `.null`.
     @Test func directValuesOfEveryCommonTypeAndOfOptionals() {
         let id = UUID()
         let date = Date(timeIntervalSince1970: 1_700_000_000)
@@ -150,7 +151,7 @@ struct EncodedValuesTests {
             (true, .bool(true)), (date, .date(date)), (Int64(-7), .int(-7)), (Int32(7), .int(7)),
             (UInt8(9), .uint(9)), (Float(1.5), .double(1.5)),
             (Optional("wrapped") as Any, .string("wrapped")), (Optional(id) as Any, .uuid(id)),
-            (Optional<Int>.none as Any, nil), ([1, 2], nil),
+            (Optional<Int>.none as Any, .null), (Optional<Int8>.some(3) as Any, .int(3)), ([1, 2], nil),
         ]
         for (value, expected) in cases {
             #expect(SnapshotValueEncoder.directValue(value) == expected, "\(type(of: value)) \(value)")

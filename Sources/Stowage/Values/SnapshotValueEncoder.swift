@@ -23,11 +23,12 @@ struct SnapshotValueEncoder {
 
     /// The fast path for the types that need no Codable round trip.
     ///
-    /// The value's own type is compared first, a pointer comparison each, so that the
-    /// common types cost no dynamic cast; other values (an optional holding one of these
-    /// types, for example) go through the casts below.
+    /// The value's own type is compared first with the common leaf types and their
+    /// optionals (`ModelBackingData.encodeDirectly`, a metatype comparison each), so that
+    /// they cost no dynamic cast; an optional of them that holds nothing is `.null`, as
+    /// every caller makes it anyway. Other values go through the casts below.
     static func directValue(_ value: Any) -> SnapshotValue? {
-        if let direct = exactValue(value) { return direct }
+        if let direct = ModelBackingData.encodeDirectly(value) { return direct }
         switch value {
         case let v as String: return .string(v)
         case let v as Int: return .int(Int64(v))
@@ -52,23 +53,6 @@ struct SnapshotValueEncoder {
         case let v as PersistentIdentifier: return .identifier(v)
         default: return nil
         }
-    }
-
-    /// `value` when its type is exactly one of the common leaf types; `nil` otherwise.
-    /// Each check compares metatypes, and the value is then reinterpreted as the type it
-    /// already has.
-    private static func exactValue<T>(_ value: T) -> SnapshotValue? {
-        if T.self == String.self { return .string(unsafeBitCast(value, to: String.self)) }
-        if T.self == UUID.self { return .uuid(unsafeBitCast(value, to: UUID.self)) }
-        if T.self == Int.self { return .int(Int64(unsafeBitCast(value, to: Int.self))) }
-        if T.self == Double.self { return .double(unsafeBitCast(value, to: Double.self)) }
-        if T.self == Bool.self { return .bool(unsafeBitCast(value, to: Bool.self)) }
-        if T.self == Date.self { return .date(unsafeBitCast(value, to: Date.self)) }
-        if T.self == Int64.self { return .int(unsafeBitCast(value, to: Int64.self)) }
-        if T.self == PersistentIdentifier.self {
-            return .identifier(unsafeBitCast(value, to: PersistentIdentifier.self))
-        }
-        return nil
     }
 }
 
