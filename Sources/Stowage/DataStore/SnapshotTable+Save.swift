@@ -51,33 +51,33 @@ extension SnapshotTable {
         // What this save does to each entity so far: the keys it deletes, and the unique
         // keys it claims and releases over the stored indexes. One object per entity, found
         // by identity for runs of one entity, so that no record hashes the entity's name.
-        var states: [String: PrepareState] = [:]
-        var lastState: (entity: Schema.Entity, state: PrepareState)?
+        // The helpers below share these through one object: variables they captured were
+        // boxed, and every access to them was a dynamic exclusivity check.
+        let lookup = PrepareLookup()
         let expectedClaims = Swift.min(request.inserted.count + request.updated.count, 1 << 20)
         func state(_ entity: Schema.Entity) -> PrepareState {
-            if let lastState, lastState.entity === entity { return lastState.state }
+            if let last = lookup.lastState, last.entity === entity { return last.state }
             let state =
-                states[entity.name]
+                lookup.states[entity.name]
                 ?? PrepareState(records: entities[entity.name], scope: scope(entity.name))
-            states[entity.name] = state
-            lastState = (entity, state)
+            lookup.states[entity.name] = state
+            lookup.lastState = (entity, state)
             return state
         }
 
         // Snapshots come in runs of one entity: the last one found is tried first, by its
         // identifiers' scope, without hashing the entity's name.
-        var lastFound: (scope: ObjectIdentifier, entity: Schema.Entity)?
         func entity(_ snapshot: DefaultSnapshot) throws -> Schema.Entity {
             let scope = ObjectIdentifier(snapshot.persistentIdentifier.scope)
             let name = snapshot.persistentIdentifier.entityName
             let found: Schema.Entity
-            if let lastFound, lastFound.scope == scope {
-                found = lastFound.entity
+            if let last = lookup.lastFound, last.scope == scope {
+                found = last.entity
             } else {
                 guard let entity = schema.entitiesByName[name], entities[name] != nil else {
                     throw SwiftDataError(.unknownModelType, "\(name) is not in the store's schema")
                 }
-                lastFound = (scope, entity)
+                lookup.lastFound = (scope, entity)
                 found = entity
             }
             let entity = found
@@ -450,6 +450,14 @@ struct PendingWrites {
 
 /// One entity's part of ``SnapshotTable/prepare(_:)``: its stored records, and what the
 /// save does to them so far.
+/// What `prepare`'s helpers share: each entity's state, the last one asked for, and the
+/// last entity a snapshot named. Only `prepare` touches one, on one thread.
+final class PrepareLookup {
+    @exclusivity(unchecked) var states: [String: PrepareState] = [:]
+    @exclusivity(unchecked) var lastState: (entity: Schema.Entity, state: PrepareState)?
+    @exclusivity(unchecked) var lastFound: (scope: ObjectIdentifier, entity: Schema.Entity)?
+}
+
 final class PrepareState {
     /// The entity's stored rows, and its unique indexes in constraint order: taken out of
     /// its records once, as reading them through the records for each look-up copied them
