@@ -34,7 +34,16 @@ extension ModelContext {
         for (id, model) in zip(insertedOrder, insertedModels) {
             inserted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
         }
-        adoptSnapshotValues(inserted)
+        // The positions in `insertedOrder` of each store's inserts, in its request's order.
+        var insertPositions: [Int: [Int]] = [:]
+        if inserted.count == 1, let only = inserted.keys.first {
+            insertPositions[only] = Array(insertedOrder.indices)
+        } else {
+            for position in insertedOrder.indices {
+                insertPositions[try storeIndex(insertedOrder[position]), default: []].append(position)
+            }
+        }
+        adoptSnapshotValues(inserted, at: insertPositions)
         for id in changedOrder where deletions[id] == nil {
             guard let model = registered[id] else { continue }
             updated[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
@@ -58,11 +67,7 @@ extension ModelContext {
                 deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
             let result = try container.stores[index].save(request)
             if !request.inserted.isEmpty {
-                // The positions in `insertedOrder` of this store's inserts, in its request's order.
-                let positions =
-                    inserted.count == 1
-                    ? Array(insertedOrder.indices)
-                    : try insertedOrder.indices.filter { try storeIndex(insertedOrder[$0]) == index }
+                let positions = insertPositions[index] ?? []
                 if let ids = result.insertedIdentifiers {
                     guard ids.count == positions.count else {
                         throw DataStoreError(
@@ -91,21 +96,10 @@ extension ModelContext {
     /// is made, before the store's work: the copies, made one after another, keep their
     /// locality, and the store's encoding and index building reuse the models' freed
     /// arrays instead of taking more memory.
-    func adoptSnapshotValues(_ inserted: [Int: [DefaultSnapshot]]) {
-        if inserted.count == 1, let snapshots = inserted.values.first {
-            for (model, snapshot) in zip(insertedModels, snapshots) {
-                model.persistentBackingData.adoptSavedValues(snapshot.values)
-            }
-            return
-        }
-        // Inserts into several stores: each store's list keeps the models' order.
-        var next: [Int: Int] = [:]
-        for (id, model) in zip(insertedOrder, insertedModels) {
-            guard let index = container.storeForEntity[id.entityName], let snapshots = inserted[index] else { continue }
-            let position = next[index, default: 0]
-            next[index] = position + 1
-            if position < snapshots.count {
-                model.persistentBackingData.adoptSavedValues(snapshots[position].values)
+    func adoptSnapshotValues(_ inserted: [Int: [DefaultSnapshot]], at positions: [Int: [Int]]) {
+        for (index, snapshots) in inserted {
+            for (position, snapshot) in zip(positions[index] ?? [], snapshots) {
+                insertedModels[position].persistentBackingData.adoptSavedValues(snapshot.values)
             }
         }
     }
@@ -179,10 +173,10 @@ extension ModelContext {
             finalInserted.append(new)
             // Only an upsert (which the store lists to reregister) can land on an identifier
             // the context has already: a plain insert's key is new, so its look-up is skipped.
-            if reregister[new] != nil, let existing = registered[new], existing !== model {
+            if let snapshot = reregister[new], let existing = registered[new], existing !== model {
                 // An upsert onto a model this context already has: keep that one.
                 model.persistentBackingData.context = nil
-                if let snapshot = reregister[new] { try? model.persistentBackingData.apply(snapshot) }
+                try? model.persistentBackingData.apply(snapshot)
             } else {
                 registered[new] = model
             }
