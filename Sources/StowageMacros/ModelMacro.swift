@@ -63,12 +63,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             """
             public var persistentBackingData: Stowage.ModelBackingData {
                 get {
-                    if let data = _$backingData {
-                        return data
-                    }
-                    let data = Stowage.ModelBackingData(for: \(raw: typeName).self)
-                    _$backingData = data
-                    return data
+                    Stowage.ModelBackingData.existing(in: &_$backingData, of: \(raw: typeName).self)
                 }
                 set {
                     _$backingData = newValue

@@ -147,12 +147,7 @@ struct ModelMacroTests {
 
                     public var persistentBackingData: Stowage.ModelBackingData {
                         get {
-                            if let data = _$backingData {
-                                return data
-                            }
-                            let data = Stowage.ModelBackingData(for: Item.self)
-                            _$backingData = data
-                            return data
+                            Stowage.ModelBackingData.existing(in: &_$backingData, of: Item.self)
                         }
                         set {
                             _$backingData = newValue
@@ -245,12 +240,7 @@ struct ModelMacroTests {
 
                         public var persistentBackingData: Stowage.ModelBackingData {
                             get {
-                                if let data = _$backingData {
-                                    return data
-                                }
-                                let data = Stowage.ModelBackingData(for: Item.self)
-                                _$backingData = data
-                                return data
+                                Stowage.ModelBackingData.existing(in: &_$backingData, of: Item.self)
                             }
                             set {
                                 _$backingData = newValue
@@ -313,12 +303,7 @@ struct ModelMacroTests {
 
                     public var persistentBackingData: Stowage.ModelBackingData {
                         get {
-                            if let data = _$backingData {
-                                return data
-                            }
-                            let data = Stowage.ModelBackingData(for: Settings.self)
-                            _$backingData = data
-                            return data
+                            Stowage.ModelBackingData.existing(in: &_$backingData, of: Settings.self)
                         }
                         set {
                             _$backingData = newValue

@@ -404,13 +404,19 @@ public final class ModelBackingData {
     public static func setInitialValue<Value>(
         _ value: Value, forKey name: String, in data: inout ModelBackingData?, of type: any PersistentModel.Type
     ) {
-        if let data {
-            data.setInitialValue(value, forKey: name)
-            return
-        }
+        existing(in: &data, of: type).setInitialValue(value, forKey: name)
+    }
+
+    /// The backing data `data` holds, made for a model of `type` first if it holds none.
+    /// `@Model`'s `persistentBackingData` getter and init accessors call this.
+    @inlinable
+    public static func existing(in data: inout ModelBackingData?, of type: any PersistentModel.Type)
+        -> ModelBackingData
+    {
+        if let data { return data }
         let made = ModelBackingData(for: type)
         data = made
-        made.setInitialValue(value, forKey: name)
+        return made
     }
 
     /// Stores a value from a property's initial value or the model's `init`, before the
