@@ -45,7 +45,7 @@ extension ModelContext {
         }
         adoptSnapshotValues(inserted, at: insertPositions)
         for id in changedOrder where deletions[id] == nil {
-            guard let model = registered[id] else { continue }
+            guard let model = changedModels[id] else { continue }
             updated[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
         }
         for (id, model) in deletions where !id.isTemporary {
@@ -140,7 +140,7 @@ extension ModelContext {
             deletedModels[id] = model
             deletedOrder.append(id)
             model.persistentBackingData.isDeleted = true
-            if changedSet.remove(id) != nil { changedOrder.removeAll { $0 == id } }
+            if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
             if id.isTemporary { removeInserted(id) }
         }
         for (model, index) in nullify {
@@ -166,7 +166,7 @@ extension ModelContext {
         // When the inserted models are all the registry holds (a bulk load), a new registry
         // takes their permanent identifiers, instead of a removal and an insertion each.
         let rebuild = !insertedIDs.isEmpty && registered.count == insertedIDs.count
-        if rebuild { registered = Dictionary(minimumCapacity: insertedIDs.count) }
+        if rebuild { registered = ModelRegistry(minimumCapacity: insertedIDs.count) }
         for ((old, model), new) in zip(zip(insertedIDs, insertedModels), newIdentifiers) {
             if !rebuild { registered[old] = nil }
             model.persistentBackingData.persistentModelID = new
@@ -186,7 +186,7 @@ extension ModelContext {
             if let model = registered[id] { try? model.persistentBackingData.apply(snapshot) }
         }
         for id in updatedIDs {
-            if let model = registered[id] { settled.append(model) }
+            if let model = changedModels[id] { settled.append(model) }
         }
         for model in settled { model.persistentBackingData.settleReferences() }
         for (id, model) in deletions {
@@ -197,7 +197,7 @@ extension ModelContext {
         insertedOrder = []
         self.insertedModels = []
         changedOrder = []
-        changedSet = []
+        changedModels = [:]
         deletedOrder = []
         deletedModels = [:]
         NotificationCenter.default.post(

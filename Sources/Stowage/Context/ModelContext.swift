@@ -6,6 +6,13 @@ import Foundation
 /// changes and deletes, keeps relationship inverses in step, and on ``save()`` sends all
 /// of it to the store as one atomic request. Like SwiftData's, it is not `Sendable`: use
 /// one per actor, and pass ``PersistentIdentifier``s between them.
+///
+/// The context keeps a model alive only while it has unsaved changes (inserted, changed or
+/// deleted). A saved or fetched model that the app no longer holds is freed and leaves the
+/// identity map; asking for its identifier again loads a new object with the stored values.
+/// SwiftData does not document what its contexts retain; this is Core Data's default
+/// (`retainsRegisteredObjects` is `false`), and it is why saving during a large import
+/// frees memory.
 public final class ModelContext {
     /// Posted before a save, with the context as the object.
     public static let willSave = Notification.Name("StowageModelContextWillSave")
@@ -33,7 +40,8 @@ public final class ModelContext {
     public var uniquenessPolicy: UniquenessPolicy = .upsert
 
     let editingID = UUID()
-    var registered: [PersistentIdentifier: any PersistentModel] = [:] {
+    /// The identity map. It does not keep models alive: see ``ModelRegistry``.
+    var registered = ModelRegistry() {
         didSet { registryChanges &+= 1 }
     }
     /// Counts the changes to `registered`, so that `enumerate` can tell whether its block
@@ -46,7 +54,8 @@ public final class ModelContext {
     var insertedOrder: [PersistentIdentifier] = []
     var insertedModels: [any PersistentModel] = []
     var changedOrder: [PersistentIdentifier] = []
-    var changedSet: Set<PersistentIdentifier> = []
+    /// The changed models, which the context keeps alive until they are saved or rolled back.
+    var changedModels: [PersistentIdentifier: any PersistentModel] = [:]
     var deletedOrder: [PersistentIdentifier] = []
     var deletedModels: [PersistentIdentifier: any PersistentModel] = [:]
     var autosaveScheduled = false
@@ -76,12 +85,12 @@ public final class ModelContext {
     /// Models inserted since the last save.
     public var insertedModelsArray: [any PersistentModel] { insertedModels }
     /// Models changed since the last save.
-    public var changedModelsArray: [any PersistentModel] { changedOrder.compactMap { registered[$0] } }
+    public var changedModelsArray: [any PersistentModel] { changedOrder.compactMap { changedModels[$0] } }
     /// Models deleted since the last save.
     public var deletedModelsArray: [any PersistentModel] { deletedOrder.compactMap { deletedModels[$0] } }
 
     func hasPendingChanges(_ id: PersistentIdentifier) -> Bool {
-        (id.isTemporary && registered[id] != nil) || changedSet.contains(id) || deletedModels[id] != nil
+        (id.isTemporary && registered[id] != nil) || changedModels[id] != nil || deletedModels[id] != nil
     }
 
     /// Takes an inserted model out of the pending inserts.
@@ -99,7 +108,7 @@ public final class ModelContext {
         guard !id.isTemporary, model.persistentBackingData.isRegistered(in: self),
             deletedModels.isEmpty || deletedModels[id] == nil
         else { return }
-        if changedSet.insert(id).inserted {
+        if changedModels.updateValue(model, forKey: id) == nil {
             changedOrder.append(id)
         }
         scheduleAutosave()
@@ -177,7 +186,7 @@ public final class ModelContext {
             data.context = nil
             return
         }
-        if changedSet.remove(id) != nil { changedOrder.removeAll { $0 == id } }
+        if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
         deletedModels[id] = model
         deletedOrder.append(id)
         data.isDeleted = true
@@ -202,7 +211,10 @@ public final class ModelContext {
             model.persistentBackingData.context = nil
         }
         var refresh: [PersistentIdentifier] = changedOrder
+        // The changed and deleted models stay alive until they are refreshed.
+        var keep = changedModels
         for (id, model) in deletedModels {
+            keep[id] = model
             model.persistentBackingData.isDeleted = false
             registered[id] = model
             refresh.append(id)
@@ -210,14 +222,14 @@ public final class ModelContext {
         insertedOrder = []
         insertedModels = []
         changedOrder = []
-        changedSet = []
+        changedModels = [:]
         deletedOrder = []
         deletedModels = [:]
         // Rollback cannot throw (as in SwiftData): when the records cannot be read back, the
         // models keep their current values.
         guard let snapshots = try? loadSnapshots(refresh) else { return }
         for id in refresh {
-            guard let model = registered[id] else { continue }
+            guard let model = keep[id] else { continue }
             if let snapshot = snapshots[id] {
                 try? model.persistentBackingData.apply(snapshot)
             } else {

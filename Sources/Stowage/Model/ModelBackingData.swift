@@ -82,6 +82,13 @@ public final class ModelBackingData {
         self.slots = []
     }
 
+    /// Takes the model out of its context's registry, which does not keep it alive: the
+    /// model is going away with its backing data.
+    deinit {
+        guard let link = contextLink, let id = assignedID, let context = link.context else { return }
+        context.registered.forget(id, data: ObjectIdentifier(self))
+    }
+
     /// The slot at `index`, `.unset` when nothing was written yet.
     func slot(_ index: Int) -> Slot {
         if index < slots.count { return slots[index] }
