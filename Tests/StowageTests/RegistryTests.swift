@@ -135,4 +135,65 @@ struct RegistryTests {
         }
         #expect(other.registeredModelCount == 0)
     }
+
+    /// Pending inserts are found by their temporary identifiers, through every way of
+    /// asking, until a save gives them permanent ones; lookups between inserts and deletes
+    /// see each change.
+    @Test(arguments: StoreFactory.all)
+    func pendingInsertsAreFoundByTheirTemporaryIdentifiers(_ factory: StoreFactory) throws {
+        let container = try factory.container()
+        let context = ModelContext(container)
+        let trips = (0..<5).map { Trip(name: "P\($0)") }
+        var temporary: [PersistentIdentifier] = []
+        for trip in trips {
+            context.insert(trip)
+            temporary.append(trip.persistentModelID)
+            // Each look-up right after an insert sees it.
+            let found: Trip? = context.registeredModel(for: trip.persistentModelID)
+            #expect(found === trip)
+        }
+        #expect(temporary.allSatisfy { $0.isTemporary })
+        #expect(try context.existingModel(for: temporary[3]) === trips[3])
+        #expect(context.model(for: temporary[1]) === trips[1])
+        context.insert(trips[2])
+        #expect(context.insertedModelsArray.count == 5, "inserting a pending insert again does nothing")
+
+        context.delete(trips[2])
+        let deleted: Trip? = context.registeredModel(for: temporary[2])
+        #expect(deleted == nil)
+        let fourth: Trip? = context.registeredModel(for: temporary[4])
+        #expect(fourth === trips[4], "positions after a removed insert still find their models")
+
+        // A fetch with pending changes returns the inserted objects themselves.
+        let fetched = try context.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]))
+        #expect(fetched.count == 4)
+        #expect(zip(fetched, [trips[0], trips[1], trips[3], trips[4]]).allSatisfy { $0 === $1 })
+
+        try context.save()
+        #expect(context.registeredModelCount == 4)
+        for (index, trip) in trips.enumerated() where index != 2 {
+            #expect(!trip.persistentModelID.isTemporary)
+            let byPermanent: Trip? = context.registeredModel(for: trip.persistentModelID)
+            #expect(byPermanent === trip)
+            let byTemporary: Trip? = context.registeredModel(for: temporary[index])
+            #expect(byTemporary == nil)
+        }
+        #expect(throws: SwiftDataError.self) { _ = try context.existingModel(for: temporary[0]) }
+    }
+
+    /// Rollback takes pending inserts out: they are no longer found, and the context
+    /// no longer names itself as theirs.
+    @Test func rollbackForgetsPendingInserts() throws {
+        let context = ModelContext(try StoreFactory.memory.container())
+        let trip = Trip(name: "Undone")
+        context.insert(trip)
+        let id = trip.persistentModelID
+        context.rollback()
+        let found: Trip? = context.registeredModel(for: id)
+        #expect(found == nil)
+        #expect(trip.modelContext == nil)
+        #expect(!context.hasChanges)
+        context.insert(trip)
+        #expect(context.insertedModelsArray.count == 1, "a rolled-back model can be inserted again")
+    }
 }

@@ -114,9 +114,9 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         if cache.batch != batch {
             let lower = batch * batchSize
             let ids = Array(identifiers[lower..<Swift.min(identifiers.count, lower + batchSize)])
-            let snapshots = (try? context.loadSnapshots(ids.filter { context.registered[$0] == nil })) ?? [:]
+            let snapshots = (try? context.loadSnapshots(ids.filter { context.lookUp($0) == nil })) ?? [:]
             cache.models = ids.map { id in
-                context.registered[id] ?? snapshots[id].flatMap { try? context.materialize($0) }
+                context.lookUp(id) ?? snapshots[id].flatMap { try? context.materialize($0) }
             }
             cache.batch = batch
         }

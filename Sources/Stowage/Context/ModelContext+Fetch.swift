@@ -14,7 +14,7 @@ extension ModelContext {
         var models: [T] = []
         models.reserveCapacity(snapshots.count)
         for snapshot in snapshots {
-            if hasChanges, let model = registered[snapshot.persistentIdentifier],
+            if hasChanges, let model = lookUp(snapshot.persistentIdentifier),
                 hasPendingChanges(snapshot.persistentIdentifier)
             {
                 if let typed = model as? T { models.append(typed) }
@@ -121,14 +121,17 @@ extension ModelContext {
         let stored = try store.fetch(
             DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: unwindowed))
         var pending: [PersistentIdentifier: DefaultSnapshot] = [:]
-        for id in insertedOrder + changedOrder where id.entityName == query.entity.name {
-            if let model = registered[id] { pending[id] = try model.persistentBackingData.snapshot() }
+        for (id, model) in zip(insertedOrder, insertedModels) where id.entityName == query.entity.name {
+            pending[id] = try model.persistentBackingData.snapshot()
+        }
+        for id in changedOrder where id.entityName == query.entity.name {
+            if let model = changedModels[id] { pending[id] = try model.persistentBackingData.snapshot() }
         }
         var merged = stored.fetchedSnapshots.filter {
             pending[$0.persistentIdentifier] == nil && deletedModels[$0.persistentIdentifier] == nil
         }
         var evaluator = QueryEvaluator(resolve: { [unowned self] id in
-            if let model = self.registered[id], self.hasPendingChanges(id) {
+            if let model = self.lookUp(id), self.hasPendingChanges(id) {
                 return try? model.persistentBackingData.snapshot()
             }
             if self.deletedModels[id] != nil { return nil }
@@ -165,7 +168,7 @@ extension ModelContext {
             guard let property = entity.property(for: keyPath), property.isRelationship else { continue }
             var ids: [PersistentIdentifier] = []
             for model in models {
-                for ref in model.persistentBackingData.references(at: property.index) where registered[ref.id] == nil {
+                for ref in model.persistentBackingData.references(at: property.index) where lookUp(ref.id) == nil {
                     ids.append(ref.id)
                 }
             }

@@ -163,12 +163,12 @@ extension ModelContext {
         var finalInserted: [PersistentIdentifier] = []
         settled.reserveCapacity(insertedIDs.count + updatedIDs.count)
         finalInserted.reserveCapacity(insertedIDs.count)
-        // When the inserted models are all the registry holds (a bulk load), a new registry
-        // takes their permanent identifiers, instead of a removal and an insertion each.
-        let rebuild = !insertedIDs.isEmpty && registered.count == insertedIDs.count
-        if rebuild { registered = ModelRegistry(minimumCapacity: insertedIDs.count) }
-        for ((old, model), new) in zip(zip(insertedIDs, insertedModels), newIdentifiers) {
-            if !rebuild { registered[old] = nil }
+        // Pending inserts were not in the registry: it takes them now, under their
+        // permanent identifiers, sized for them all at once.
+        if registered.isEmpty, !insertedIDs.isEmpty {
+            registered = ModelRegistry(minimumCapacity: insertedIDs.count)
+        }
+        for (model, new) in zip(insertedModels, newIdentifiers) {
             model.persistentBackingData.persistentModelID = new
             finalInserted.append(new)
             // Only an upsert (which the store lists to reregister) can land on an identifier

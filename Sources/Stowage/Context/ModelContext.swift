@@ -48,11 +48,18 @@ public final class ModelContext {
     /// registered anything and skip looking up the models it is about to load when not.
     var registryChanges = 0
     /// The inserted models' temporary identifiers, in the order of insertion, and the
-    /// models, in the same order: a save reads them without a registry look-up. A
-    /// temporary identifier in the registry always means a pending insert (a save gives
-    /// every inserted model a permanent one), so no set of them is kept.
-    var insertedOrder: [PersistentIdentifier] = []
+    /// models, in the same order. A pending insert is not in `registered`: these lists
+    /// are its registration (a temporary identifier always means a pending insert, since
+    /// a save gives every inserted model a permanent one), and the identity map takes it
+    /// under its permanent identifier when the save is done. A million-row insert so
+    /// builds no hash table of temporary identifiers that the save throws away.
+    var insertedOrder: [PersistentIdentifier] = [] {
+        didSet { insertedPositions = nil }
+    }
     var insertedModels: [any PersistentModel] = []
+    /// The position of each pending insert in `insertedOrder`, made when a temporary
+    /// identifier is first looked up, and dropped when the lists change.
+    var insertedPositions: [PersistentIdentifier: Int]?
     var changedOrder: [PersistentIdentifier] = []
     /// The changed models, which the context keeps alive until they are saved or rolled back.
     var changedModels: [PersistentIdentifier: any PersistentModel] = [:]
@@ -90,7 +97,26 @@ public final class ModelContext {
     public var deletedModelsArray: [any PersistentModel] { deletedOrder.compactMap { deletedModels[$0] } }
 
     func hasPendingChanges(_ id: PersistentIdentifier) -> Bool {
-        (id.isTemporary && registered[id] != nil) || changedModels[id] != nil || deletedModels[id] != nil
+        if id.isTemporary { return insertedModel(for: id) != nil }
+        return changedModels[id] != nil || deletedModels[id] != nil
+    }
+
+    /// The model this context has for `id`: a pending insert for a temporary identifier,
+    /// else the identity map's.
+    func lookUp(_ id: PersistentIdentifier) -> (any PersistentModel)? {
+        id.isTemporary ? insertedModel(for: id) : registered[id]
+    }
+
+    /// The pending insert with the temporary identifier `id`.
+    /// - Complexity: O(1), after O(*n*) in the pending inserts for the first look-up since
+    ///   they last changed.
+    func insertedModel(for id: PersistentIdentifier) -> (any PersistentModel)? {
+        guard !insertedOrder.isEmpty else { return nil }
+        if let insertedPositions { return insertedPositions[id].map { insertedModels[$0] } }
+        var positions: [PersistentIdentifier: Int] = Dictionary(minimumCapacity: insertedOrder.count)
+        for (position, id) in insertedOrder.enumerated() { positions[id] = position }
+        insertedPositions = positions
+        return positions[id].map { insertedModels[$0] }
     }
 
     /// Takes an inserted model out of the pending inserts.
@@ -144,17 +170,19 @@ public final class ModelContext {
             registered[id] = model
             return
         }
-        // One hash look-up registers the model and tells whether it was registered.
-        if let previous = registered.updateValue(model, forKey: id) {
+        if id.isTemporary {
+            // A new model: the pending inserts are its registration. Its backing data
+            // names this context once it is one of them.
+            if data.isRegistered(in: self) { return }
+            insertedOrder.append(id)
+            insertedModels.append(model)
+        } else if let previous = registered.updateValue(model, forKey: id) {
+            // One hash look-up registers the model and tells whether it was registered.
             if previous !== model { registered[id] = previous }
             return
         }
         data.context = self
         data.isDeleted = false
-        if id.isTemporary {
-            insertedOrder.append(id)
-            insertedModels.append(model)
-        }
         data.bindIfNeeded(model)
         for index in data.entity.relationshipIndices {
             for ref in data.references(at: index) {
@@ -181,7 +209,6 @@ public final class ModelContext {
         if id.isTemporary {
             removeInserted(id)
             unlinkAll(model)
-            registered[id] = nil
             data.isDeleted = true
             data.context = nil
             return
@@ -206,8 +233,7 @@ public final class ModelContext {
     /// Discards every unsaved change: inserted models leave the context, changed and
     /// deleted ones go back to their saved values.
     public func rollback() {
-        for (id, model) in zip(insertedOrder, insertedModels) {
-            registered[id] = nil
+        for model in insertedModels {
             model.persistentBackingData.context = nil
         }
         var refresh: [PersistentIdentifier] = changedOrder
@@ -257,7 +283,7 @@ public final class ModelContext {
 
     /// The model registered for an identifier, if this context has it.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
-        registered[id] as? T
+        lookUp(id) as? T
     }
 
     /// The model for an identifier: the registered one, or one loaded from the store.
@@ -276,7 +302,7 @@ public final class ModelContext {
     /// The model for an identifier, registered or loaded from the store.
     /// - Throws: ``SwiftDataError/missingModel`` when no record has the identifier.
     public func existingModel(for id: PersistentIdentifier) throws -> any PersistentModel {
-        if let model = registered[id] { return model }
+        if let model = lookUp(id) { return model }
         guard let entity = container.schema.entitiesByName[id.entityName] else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
         }
@@ -287,7 +313,7 @@ public final class ModelContext {
     }
 
     func resolveModel(for id: PersistentIdentifier, entity: Schema.Entity?) -> (any PersistentModel)? {
-        if let model = registered[id] { return model }
+        if let model = lookUp(id) { return model }
         if deletedModels[id] != nil || id.isTemporary { return nil }
         // One identifier: straight from the one table-keeping store when there is one, else
         // read in order, without the dictionaries `loadSnapshots` builds.
