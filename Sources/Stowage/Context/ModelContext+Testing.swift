@@ -3,7 +3,7 @@ import Foundation
 // Hooks for Stowage's own tests.
 
 extension ModelContext {
-    /// How many models the identity map holds.
+    /// How many saved or fetched models the identity map holds (pending inserts are not in it).
     @_spi(Testing) public var registeredModelCount: Int { registered.count }
 
     /// The snapshot a model would be saved as.
