@@ -30,6 +30,42 @@ extension BTree {
         _bulkLoad(keys: keys, values: values)
     }
 
+    /// Builds a tree from parallel arrays of keys in ascending order and their
+    /// values, without gathering them into arrays of its own first: a caller that
+    /// already holds its keys in arrays builds a tree of a million entries without
+    /// a second copy of them beside the tree.
+    ///
+    /// Input that is not strictly ascending is accepted, as by
+    /// ``init(sortedElements:_fanout:)-(S,_)``: sorted first (stable), the last
+    /// value of equal keys kept.
+    ///
+    /// - Precondition: `keys.count == values.count`.
+    /// - Complexity: O(n) for sorted input, O(n log n) otherwise.
+    @inlinable
+    public init(sortedKeys keys: [Key], values: [Value], _fanout fanout: Int = Self._defaultFanout) {
+        precondition(keys.count == values.count, "BTree(sortedKeys:values:) needs a value for every key")
+        self.init(_fanout: fanout)
+        var ascending = true
+        keys.withUnsafeBufferPointer { keys in
+            var i = 1
+            while i < keys.count {
+                if !(keys[i - 1] < keys[i]) {
+                    ascending = false
+                    break
+                }
+                i += 1
+            }
+        }
+        if ascending {
+            _bulkLoad(keys: keys, values: values)
+        } else {
+            var keys = keys
+            var values = values
+            Self._sortKeepingLast(&keys, &values)
+            _bulkLoad(keys: keys, values: values)
+        }
+    }
+
     /// Builds a tree from `(key:value:)` pairs in ascending key order, such as
     /// the elements of another tree. See ``init(sortedElements:_fanout:)-(S,_)``.
     ///

@@ -392,6 +392,31 @@ struct BulkLoadTests {
         }
     }
 
+    @Test("parallel key and value arrays, sorted or not, match the element sequence")
+    func parallelArrays() {
+        for seed in UInt64(0)..<200 {
+            var rng = SplitMix64(seed: seed)
+            let n = Int.random(in: 0..<300, using: &rng)
+            let sorted = seed % 2 == 0
+            var keys = (0..<n).map { _ in Int.random(in: 0..<(sorted ? 10_000 : 150), using: &rng) }
+            if sorted { keys = Array(Set(keys)).sorted() }
+            let values = keys.indices.map { _ in Int.random(in: 0..<1_000, using: &rng) }
+            var model = SortedArrayModel()
+            for (key, value) in zip(keys, values) {
+                _ = model.updateValue(value, forKey: key)
+            }
+            let fanout = 4 + Int(seed % 5)
+            var tree = IntTree(sortedKeys: keys, values: values, _fanout: fanout)
+            expectMatches(tree, model, "seed \(seed)")
+            #expect(tree == IntTree(sortedElements: zip(keys, values), _fanout: fanout))
+            // The loaded tree must accept further mutations.
+            for key in [-1, 5, 20_000] {
+                #expect(tree.updateValue(key, forKey: key) == model.updateValue(key, forKey: key))
+            }
+            expectMatches(tree, model, "seed \(seed) mutated")
+        }
+    }
+
     @Test("labelled elements from another tree")
     func fromTree() {
         var source = IntTree(_fanout: 4)

@@ -201,14 +201,19 @@ extension SnapshotTable {
                 }
                 if let entries = indexEntries[name], entries.count == indexes.count {
                     let stored = entries[task - 1]
-                    let tree = BTree(sortedElements: zip(stored.keys, stored.primaryKeys))
+                    let tree = BTree(sortedKeys: stored.keys, values: stored.primaryKeys)
                     built.withLock { $0.trees[task - 1] = tree }
                     return
                 }
                 let index = indexes[task - 1]
-                let keys = zip(sorted.keys, sorted.snapshots).map { index.entryKey($0.1, primaryKey: $0.0) }
-                let order = SnapshotTable.sortedOrder(of: keys)
-                let tree = BTree(sortedElements: order.lazy.map { (keys[$0], sorted.keys[$0]) })
+                var keys = zip(sorted.keys, sorted.snapshots).map { index.entryKey($0.1, primaryKey: $0.0) }
+                var order = SnapshotTable.sortedOrder(of: keys)
+                let primaryKeys = order.map { sorted.keys[$0] }
+                // The keys are put in order where they are, and the tree is built from
+                // them: no sorted copy, and no gathering copy in the tree (at 1M rows each
+                // was 40 MB for each index, two indexes building at once).
+                SnapshotTable.permute(&keys, by: &order)
+                let tree = BTree(sortedKeys: keys, values: primaryKeys)
                 built.withLock { $0.trees[task - 1] = tree }
             }
             built.withLock { result in
@@ -264,6 +269,32 @@ extension SnapshotTable {
             }
         }
         return entries.map(\.index)
+    }
+
+    /// Reorders `elements` in place so that position `i` holds what was at `order[i]`,
+    /// following each cycle of the permutation once; `order` is used up (every entry is
+    /// left `-1`).
+    /// - Precondition: `order` is a permutation of `elements.indices`.
+    static func permute<Element>(_ elements: inout [Element], by order: inout [Int]) {
+        precondition(order.count == elements.count, "permute needs a position for every element")
+        for start in order.indices where order[start] >= 0 {
+            if order[start] == start {
+                order[start] = -1
+                continue
+            }
+            let first = elements[start]
+            var position = start
+            while true {
+                let from = order[position]
+                order[position] = -1
+                if from == start {
+                    elements[position] = first
+                    break
+                }
+                elements[position] = elements[from]
+                position = from
+            }
+        }
     }
 
     /// Sorts by `prefix`, stably, a byte at a time from the lowest (least-significant-digit
