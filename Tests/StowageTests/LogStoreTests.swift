@@ -81,6 +81,26 @@ enum LogTest {
 
 @Suite("LogStore basics")
 struct LogStoreTests {
+    /// What a large store's closing calls: free pages in the middle of the heap go back to
+    /// the system, which glibc's `free` alone does not do.
+    @Test func releasingFreedMemoryLowersTheResidentSize() throws {
+        func residentBytes() throws -> Int {
+            let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+            return try #require(line.split(separator: " ").compactMap { Int($0) }.first) * 1024
+        }
+        var blocks: [[UInt8]] = (0..<200_000).map { i in [UInt8](repeating: UInt8(truncatingIfNeeded: i), count: 1000) }
+        // A block made after them keeps the heap from shrinking at its top alone.
+        let pin = [UInt8](repeating: 7, count: 1000)
+        #expect(blocks.count == 200_000)
+        blocks = []
+        let before = try residentBytes()
+        releaseFreedMemory()
+        let after = try residentBytes()
+        #expect(before - after > 100 << 20, "resident \(before >> 20) MiB before, \(after >> 20) MiB after")
+        #expect(pin.count == 1000)
+    }
+
     @Test func reopenKeepsEverythingWithStableIdentifiers() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }

@@ -158,7 +158,18 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     deinit {
         close()
+        // Free the records, indexes and cache now rather than as the properties go, so
+        // that a large store's memory can go back to the system below.
+        let count = table.withLock { table in
+            let count = table.count
+            table = SnapshotTable(schema: table.schema, storeIdentifier: table.storeIdentifier)
+            return count
+        }
+        if count >= Self.trimAfterRecords { releaseFreedMemory() }
     }
+
+    /// Records a store must have held for its closing to hand freed memory back.
+    static let trimAfterRecords = 100_000
 
     /// Closes the file and releases the lock. Reads still answer from memory; saves throw
     /// ``DataStoreError/storeUnusable``. Dropping the store closes it too.
@@ -663,4 +674,14 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
         configuration.schema = self.schema ?? schema
         return try LogStore(configuration, migrationPlan: migrationPlan)
     }
+}
+
+/// Hands the heap's free pages back to the system (glibc's `malloc_trim`), so that a
+/// process that closed a large store does not keep its pages resident. Stowage's
+/// addition: glibc otherwise keeps freed memory for later allocations, and a process's
+/// resident size stays at its peak. Does nothing where the C library has no such call.
+func releaseFreedMemory() {
+    typealias Trim = @convention(c) (Int) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim") else { return }
+    _ = unsafeBitCast(symbol, to: Trim.self)(0)
 }
