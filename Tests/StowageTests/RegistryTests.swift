@@ -196,4 +196,27 @@ struct RegistryTests {
         context.insert(trip)
         #expect(context.insertedModelsArray.count == 1, "a rolled-back model can be inserted again")
     }
+
+    /// Many items that share a parent the app does not hold reach one parent object: the
+    /// context keeps models reached through relationships alive a while, instead of
+    /// loading the parent again for every item.
+    @Test(arguments: StoreFactory.all)
+    func aSharedParentIsLoadedOnceForManyItems(_ factory: StoreFactory) throws {
+        let container = try factory.container()
+        let writer = ModelContext(container)
+        let trip = Trip(name: "Shared")
+        trip.items = (0..<20).map { Item(name: "I\($0)") }
+        writer.insert(trip)
+        try writer.save()
+
+        let context = ModelContext(container)
+        let items = try context.fetch(FetchDescriptor<Item>(sortBy: [SortDescriptor(\.name)]))
+        #expect(items.count == 20)
+        weak var first = items[0].trip
+        #expect(first != nil, "the parent stays alive after the access that loaded it")
+        for item in items {
+            #expect(item.trip === first)
+            #expect(item.trip?.name == "Shared")
+        }
+    }
 }

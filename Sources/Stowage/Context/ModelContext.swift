@@ -66,6 +66,13 @@ public final class ModelContext {
     var deletedOrder: [PersistentIdentifier] = []
     var deletedModels: [PersistentIdentifier: any PersistentModel] = [:]
     var autosaveScheduled = false
+    /// The models most recently reached through a saved relationship, kept alive here a
+    /// while. A saved relationship holds identifiers (no reference cycles), and the
+    /// identity map keeps no unchanged model alive: without these, a loop over many
+    /// items that share a few parents would load each parent again for every item.
+    var recentlyResolved: [(any PersistentModel)?] = []
+    var recentlyResolvedNext = 0
+    static let recentlyResolvedCapacity = 1024
     var routes: [ObjectIdentifier: (Schema.Entity, any DataStore)] = [:]
 
     /// Creates a context for `container`.
@@ -138,6 +145,17 @@ public final class ModelContext {
             changedOrder.append(id)
         }
         scheduleAutosave()
+    }
+
+    /// Keeps `model`, reached through a relationship, alive among the most recent
+    /// ``recentlyResolvedCapacity`` of them.
+    func keepResolved(_ model: any PersistentModel) {
+        if recentlyResolved.count < Self.recentlyResolvedCapacity {
+            recentlyResolved.append(model)
+            return
+        }
+        recentlyResolved[recentlyResolvedNext] = model
+        recentlyResolvedNext = (recentlyResolvedNext + 1) % Self.recentlyResolvedCapacity
     }
 
     func scheduleAutosave() {

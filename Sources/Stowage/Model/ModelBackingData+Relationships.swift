@@ -25,8 +25,9 @@ extension ModelBackingData {
         case .model(let model):
             return model.persistentBackingData.isDeleted ? nil : model
         case .id(let id):
-            guard let context else { return nil }
-            return context.resolveModel(for: id, entity: destination)
+            guard let context, let model = context.resolveModel(for: id, entity: destination) else { return nil }
+            context.keepResolved(model)
+            return model
         }
     }
 
