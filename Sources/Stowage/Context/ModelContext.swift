@@ -8,8 +8,9 @@ import Foundation
 /// one per actor, and pass ``PersistentIdentifier``s between them.
 ///
 /// The context keeps a model alive only while it has unsaved changes (inserted, changed or
-/// deleted). A saved or fetched model that the app no longer holds is freed and leaves the
-/// identity map; asking for its identifier again loads a new object with the stored values.
+/// deleted), and keeps the last 1024 models reached through saved relationships. A saved
+/// or fetched model that the app no longer holds is freed and leaves the identity map;
+/// asking for its identifier again loads a new object with the stored values.
 /// SwiftData does not document what its contexts retain; this is Core Data's default
 /// (`retainsRegisteredObjects` is `false`), and it is why saving during a large import
 /// frees memory.
