@@ -59,8 +59,11 @@ struct BatchTests {
             if fetched.contains(where: { $0 === item }) { same += 1 }
         }
         #expect(fetched.count == 10 && same == 10)
-        // Only the model enumerate made itself leaves the identity map after the batch.
-        #expect(context.registeredModelCount == 9)
+        // The block holds every model, the one enumerate made itself too: the identity map
+        // keeps them all while they live, so a later fetch gives these same objects.
+        #expect(context.registeredModelCount == 10)
+        let again = try context.fetch(FetchDescriptor<Item>())
+        #expect(again.allSatisfy { model in fetched.contains { $0 === model } })
     }
 
     @Test func enumerateNoticesModelsTheBlockRegistersMidBatch() throws {
@@ -89,6 +92,38 @@ struct BatchTests {
         }
         try context.save()
         #expect(try context.fetchCount(FetchDescriptor<Item>(predicate: #Predicate { $0.isPacked })) == 10)
+    }
+
+    /// An escaping change is noticed however the context's lists moved meanwhile: after
+    /// changes made before the enumeration, and after a save inside the block.
+    @Test func enumerateNoticesEscapingMutationsAfterEarlierChangesAndSaves() throws {
+        let container = try filled(10)
+        let context = ModelContext(container)
+        let earlier = try context.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.weight < 3 }))
+        for item in earlier { item.quantity = 2 }
+        #expect(context.changedModelsArray.count == 3)
+        var calls = 0
+        #expect(throws: SwiftDataError.escapingMutationsInEnumeration) {
+            try context.enumerate(FetchDescriptor<Item>(predicate: #Predicate { $0.weight >= 3 }), batchSize: 4) {
+                calls += 1
+                if calls == 1 { try context.save() }
+                if calls == 2 { $0.note = "changed after a save" }
+            }
+        }
+        #expect(calls == 4, "the batch of the change ends before the enumeration throws")
+        context.rollback()
+        // A deletion escapes too.
+        #expect(throws: SwiftDataError.escapingMutationsInEnumeration) {
+            try context.enumerate(FetchDescriptor<Item>(), batchSize: 4) { context.delete($0) }
+        }
+        context.rollback()
+        // Changes saved inside the block are not escaping.
+        try context.enumerate(FetchDescriptor<Item>(), batchSize: 4) {
+            $0.isPacked = true
+            try context.save()
+        }
+        #expect(
+            try ModelContext(container).fetchCount(FetchDescriptor<Item>(predicate: #Predicate { $0.isPacked })) == 10)
     }
 
     @Test func deleteWhereDeletesMatchingModels() throws {

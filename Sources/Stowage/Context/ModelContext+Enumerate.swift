@@ -50,41 +50,39 @@ extension ModelContext {
             var next = 0
             var loaded: [PersistentIdentifier] = []
             loaded.reserveCapacity(missing.count)
-            // The registry as this loop left it. Once it has changed in between, the block
-            // registered or dropped models itself, and each model is looked up before it is
-            // loaded for the rest of the batch.
-            var known = registryChanges
+            // The registrations as this loop left them. Once they have changed in between,
+            // the block registered models itself, and each model is looked up before it
+            // is loaded for the rest of the batch. Models going away do not count.
+            var known = registered.registrations
             var lookUp = false
+            let changesBefore = changeCount
             for (id, found) in zip(batch, existing) {
                 let model: any PersistentModel
                 if let found {
                     model = found
                 } else {
                     defer { next += 1 }
-                    if registryChanges != known { lookUp = true }
+                    if registered.registrations != known { lookUp = true }
                     if lookUp, let registeredMeanwhile = registered[id] {
                         // The block fetched it already: keep that model, and keep it registered.
                         model = registeredMeanwhile
                     } else {
                         guard let snapshot = snapshots[next] else { continue }
                         model = try materialize(snapshot, entity: entity, knownUnregistered: true)
-                        known = registryChanges
+                        known = registered.registrations
                         loaded.append(id)
                     }
                 }
                 if let typed = model as? T { try block(typed) }
             }
-            for id in loaded {
-                if hasPendingChanges(id) {
-                    if !allowEscapingMutations {
-                        throw SwiftDataError(
-                            .escapingMutationsInEnumeration,
-                            "the enumeration block changed \(id); save inside the block, or pass allowEscapingMutations: true"
-                        )
-                    }
-                    continue
-                }
-                if let model = registered.removeValue(forKey: id) { model.persistentBackingData.context = nil }
+            // A loaded model leaves the context when the block lets it go (the identity
+            // map does not keep it), so only the ones the block changed need a look.
+            guard !allowEscapingMutations, changeCount != changesBefore else { continue }
+            let changed = Set(changedOrder).union(deletedOrder)
+            if let id = loaded.first(where: { changed.contains($0) && hasPendingChanges($0) }) {
+                throw SwiftDataError(
+                    .escapingMutationsInEnumeration,
+                    "the enumeration block changed \(id); save inside the block, or pass allowEscapingMutations: true")
             }
         }
     }

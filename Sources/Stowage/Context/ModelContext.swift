@@ -42,12 +42,7 @@ public final class ModelContext {
 
     let editingID = UUID()
     /// The identity map. It does not keep models alive: see ``ModelRegistry``.
-    var registered = ModelRegistry() {
-        didSet { registryChanges &+= 1 }
-    }
-    /// Counts the changes to `registered`, so that `enumerate` can tell whether its block
-    /// registered anything and skip looking up the models it is about to load when not.
-    var registryChanges = 0
+    var registered = ModelRegistry()
     /// The inserted models' temporary identifiers, in the order of insertion, and the
     /// models, in the same order. A pending insert is not in `registered`: these lists
     /// are its registration (a temporary identifier always means a pending insert, since
@@ -62,6 +57,9 @@ public final class ModelContext {
     /// identifier is first looked up, and dropped when the lists change.
     var insertedPositions: [PersistentIdentifier: Int]?
     var changedOrder: [PersistentIdentifier] = []
+    /// Counts models newly changed or deleted, so that `enumerate` can tell whether its
+    /// block changed anything.
+    var changeCount = 0
     /// The changed models, which the context keeps alive until they are saved or rolled back.
     var changedModels: [PersistentIdentifier: any PersistentModel] = [:]
     var deletedOrder: [PersistentIdentifier] = []
@@ -144,6 +142,7 @@ public final class ModelContext {
         else { return }
         if changedModels.updateValue(model, forKey: id) == nil {
             changedOrder.append(id)
+            changeCount &+= 1
         }
         scheduleAutosave()
     }
@@ -235,6 +234,7 @@ public final class ModelContext {
         if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
         deletedModels[id] = model
         deletedOrder.append(id)
+        changeCount &+= 1
         data.isDeleted = true
         scheduleAutosave()
     }

@@ -23,6 +23,9 @@ struct ModelRegistry {
     }
 
     private(set) var entries: [PersistentIdentifier: Entry]
+    /// Counts the models registered, never the ones taken out, so that `enumerate` can
+    /// tell whether its block registered anything.
+    private(set) var registrations = 0
 
     init() { entries = [:] }
 
@@ -35,6 +38,7 @@ struct ModelRegistry {
         get { entries[id]?.model }
         set {
             if let newValue {
+                registrations &+= 1
                 entries[id] = Entry(model: newValue, data: ObjectIdentifier(newValue.persistentBackingData))
             } else {
                 entries[id] = nil
@@ -46,8 +50,9 @@ struct ModelRegistry {
     mutating func updateValue(_ model: any PersistentModel, forKey id: PersistentIdentifier) -> (
         any PersistentModel
     )? {
-        entries.updateValue(Entry(model: model, data: ObjectIdentifier(model.persistentBackingData)), forKey: id)?
-            .model
+        registrations &+= 1
+        return entries.updateValue(
+            Entry(model: model, data: ObjectIdentifier(model.persistentBackingData)), forKey: id)?.model
     }
 
     @discardableResult
