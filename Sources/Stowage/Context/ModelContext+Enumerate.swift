@@ -24,7 +24,8 @@ extension ModelContext {
     /// models at a time and releasing each batch before the next, so memory stays flat
     /// however many models match.
     ///
-    /// Models the context already had stay registered. With `allowEscapingMutations`
+    /// Models the context already had stay registered, and so does a loaded model while
+    /// the block keeps it; the others are freed as the block lets them go. With `allowEscapingMutations`
     /// `false`, a block that leaves unsaved changes on a model it was handed makes the
     /// enumeration throw ``SwiftDataError/escapingMutationsInEnumeration``; with `true`,
     /// changed models stay registered until saved.
