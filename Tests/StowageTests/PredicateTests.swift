@@ -41,6 +41,25 @@ struct PredicateTests {
         #expect(try names(c, #Predicate<Item> { !($0.weight > 0.15) }, \.name) == ["Passport"])
     }
 
+    /// Predicates of one expression type (the compiler's cache is by type) keep their own
+    /// key paths and constants, repeated in any order, on the fast and the general path.
+    @Test func predicatesOfOneShapeKeepTheirOwnKeyPathsAndConstants() throws {
+        let c = try seeded()
+        let destinations = ["Lisbon": "Portugal", "Oslo": "Norway", "Home": ""]
+        for _ in 0..<3 {
+            for (value, byName, byDestination) in [
+                ("Lisbon", Set(["Lisbon"]), Set<String>()), ("Norway", [], ["Oslo"]), ("", [], ["Home"]),
+            ] {
+                #expect(try names(c, #Predicate<Trip> { $0.name == value }, \.name) == byName)
+                #expect(try names(c, #Predicate<Trip> { $0.destination == value }, \.name) == byDestination)
+                // A shape the fast path does not take.
+                #expect(
+                    try names(c, #Predicate<Trip> { $0.destination.localizedStandardContains(value) }, \.name)
+                        == Set(destinations.filter { $0.value.localizedStandardContains(value) }.keys))
+            }
+        }
+    }
+
     @Test func anEnumCapturedAsAConstant() throws {
         let c = try seeded()
         let documents = Category.documents
