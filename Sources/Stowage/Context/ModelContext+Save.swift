@@ -196,6 +196,7 @@ extension ModelContext {
         }
         insertedOrder = []
         self.insertedModels = []
+        insertedPositions = nil
         changedOrder = []
         changedModels = [:]
         deletedOrder = []

@@ -49,12 +49,11 @@ public final class ModelContext {
     /// a save gives every inserted model a permanent one), and the identity map takes it
     /// under its permanent identifier when the save is done. A million-row insert so
     /// builds no hash table of temporary identifiers that the save throws away.
-    var insertedOrder: [PersistentIdentifier] = [] {
-        didSet { insertedPositions = nil }
-    }
+    var insertedOrder: [PersistentIdentifier] = []
     var insertedModels: [any PersistentModel] = []
     /// The position of each pending insert in `insertedOrder`, made when a temporary
-    /// identifier is first looked up, and dropped when the lists change.
+    /// identifier is first looked up, kept up to date by inserts, and dropped when an
+    /// insert leaves the lists (which moves the positions after it).
     var insertedPositions: [PersistentIdentifier: Int]?
     var changedOrder: [PersistentIdentifier] = []
     /// Counts models newly changed or deleted, so that `enumerate` can tell whether its
@@ -129,6 +128,7 @@ public final class ModelContext {
     func removeInserted(_ id: PersistentIdentifier) {
         guard let position = insertedOrder.firstIndex(of: id) else { return }
         insertedOrder.remove(at: position)
+        insertedPositions = nil
         insertedModels.remove(at: position)
     }
 
@@ -192,6 +192,7 @@ public final class ModelContext {
             // A new model: the pending inserts are its registration. Its backing data
             // names this context once it is one of them.
             if data.isRegistered(in: self) { return }
+            insertedPositions?[id] = insertedOrder.count
             insertedOrder.append(id)
             insertedModels.append(model)
         } else if let previous = registered.updateValue(model, forKey: id) {
@@ -266,6 +267,7 @@ public final class ModelContext {
         }
         insertedOrder = []
         insertedModels = []
+        insertedPositions = nil
         changedOrder = []
         changedModels = [:]
         deletedOrder = []
