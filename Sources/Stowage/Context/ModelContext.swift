@@ -73,7 +73,7 @@ public final class ModelContext {
     /// while. A saved relationship holds identifiers (no reference cycles), and the
     /// identity map keeps no unchanged model alive: without these, a loop over many
     /// items that share a few parents would load each parent again for every item.
-    var recentlyResolved: [(any PersistentModel)?] = []
+    var recentlyResolved: [any PersistentModel] = []
     var recentlyResolvedNext = 0
     static let recentlyResolvedCapacity = 1024
     var routes: [ObjectIdentifier: (Schema.Entity, any DataStore)] = [:]
