@@ -5,27 +5,47 @@ extension ModelContext {
     ///
     /// With `includePendingChanges` (the default), unsaved inserts and changes are
     /// matched against the predicate too, and unsaved deletes are left out.
+    ///
+    /// Inlinable, so that it is specialized for the model type in the app's module: the
+    /// work behind it takes the descriptor with its type taken out
+    /// (`ErasedFetchDescriptor`) and is not generic.
     /// - Throws: ``SwiftDataError`` `.unsupportedPredicate` naming the expression the
     ///   store cannot evaluate, `.unsupportedSortDescriptor`, or `.unknownModelType`.
     /// - Complexity: O(*n*) in the records the store scans, plus sorting.
+    @inlinable
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
-        let snapshots = try fetchSnapshots(descriptor)
-        let entity = try route(T.self).0
+        let found = try fetchModels(ErasedFetchDescriptor(descriptor)) { store, editingState, query in
+            try store.fetch(DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
+                .fetchedSnapshots
+        }
         var models: [T] = []
+        models.reserveCapacity(found.count)
+        for model in found {
+            if let typed = model as? T { models.append(typed) }
+        }
+        return models
+    }
+
+    /// The models that match `descriptor`, as ``fetch(_:)`` returns them. `storeFetch` asks
+    /// a store that keeps no ``SnapshotTable`` through its generic request.
+    @usableFromInline
+    func fetchModels(
+        _ descriptor: ErasedFetchDescriptor,
+        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
+    ) throws -> [any PersistentModel] {
+        let (snapshots, entity) = try fetchSnapshotsAndEntity(descriptor, storeFetch: storeFetch)
+        var models: [any PersistentModel] = []
         models.reserveCapacity(snapshots.count)
         for snapshot in snapshots {
             if hasChanges, let model = lookUp(snapshot.persistentIdentifier),
                 hasPendingChanges(snapshot.persistentIdentifier)
             {
-                if let typed = model as? T { models.append(typed) }
+                models.append(model)
                 continue
             }
-            if let typed = try materialize(snapshot, entity: entity) as? T { models.append(typed) }
+            models.append(try materialize(snapshot, entity: entity))
         }
-        if !descriptor.relationshipKeyPathsForPrefetching.isEmpty {
-            // Only then: passing `[T]` as `[any PersistentModel]` converts the whole array.
-            try prefetch(descriptor.relationshipKeyPathsForPrefetching.map { $0 as AnyKeyPath }, of: models)
-        }
+        try prefetch(descriptor.prefetch, of: models)
         return models
     }
 
@@ -82,11 +102,11 @@ extension ModelContext {
     }
 
     /// The entity and store for a model type, looked up once per context.
-    func route<T: PersistentModel>(_ type: T.Type) throws -> (Schema.Entity, any DataStore) {
+    func route(_ type: any PersistentModel.Type) throws -> (Schema.Entity, any DataStore) {
         let key = ObjectIdentifier(type)
         if let known = routes[key] { return known }
-        guard let entity = container.schema.entity(for: T.self) else {
-            throw SwiftDataError(.unknownModelType, "\(T.self) is not in the container's schema")
+        guard let entity = container.schema.entity(forModelType: type) else {
+            throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema")
         }
         let route = (entity, try container.store(for: entity.name))
         routes[key] = route
@@ -102,24 +122,41 @@ extension ModelContext {
     /// The snapshots a fetch returns, merged with this context's unsaved changes when the
     /// descriptor asks for them.
     func fetchSnapshots<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [DefaultSnapshot] {
-        let (entity, store) = try route(T.self)
+        try fetchSnapshots(ErasedFetchDescriptor(descriptor)) { store, editingState, query in
+            try store.fetch(DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
+                .fetchedSnapshots
+        }
+    }
+
+    /// The snapshots a fetch returns, merged with this context's unsaved changes when the
+    /// descriptor asks for them. `storeFetch` asks a store that keeps no table.
+    func fetchSnapshots(
+        _ descriptor: ErasedFetchDescriptor,
+        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
+    ) throws -> [DefaultSnapshot] {
+        try fetchSnapshotsAndEntity(descriptor, storeFetch: storeFetch).snapshots
+    }
+
+    /// ``fetchSnapshots(_:storeFetch:)``, and the entity it routed the fetch by.
+    func fetchSnapshotsAndEntity(
+        _ descriptor: ErasedFetchDescriptor,
+        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
+    ) throws -> (snapshots: [DefaultSnapshot], entity: Schema.Entity) {
+        let (entity, store) = try route(descriptor.modelType)
         let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
         guard descriptor.includePendingChanges, hasPendingChanges(forEntity: query.entity.name) else {
             // Straight to the one table-keeping store when there is one, without the generic
-            // request and result, whose type metadata a fetch would look up every time.
+            // request and result.
             if let tableStore = container.onlyTableStore {
-                return try tableStore.withTable { try $0.fetch(query) }
+                return (try tableStore.withTable { try $0.fetch(query) }, entity)
             }
-            return try store.fetch(
-                DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query)
-            ).fetchedSnapshots
+            return (try storeFetch(store, editingState, query), entity)
         }
         // Fetch without the window, replace what this context has changed, then sort and cut.
         var unwindowed = query
         unwindowed.limit = nil
         unwindowed.offset = 0
-        let stored = try store.fetch(
-            DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: unwindowed))
+        let stored = try storeFetch(store, editingState, unwindowed)
         var pending: [PersistentIdentifier: DefaultSnapshot] = [:]
         for (id, model) in zip(insertedOrder, insertedModels) where id.entityName == query.entity.name {
             pending[id] = try model.persistentBackingData.snapshot()
@@ -127,7 +164,7 @@ extension ModelContext {
         for id in changedOrder where id.entityName == query.entity.name {
             if let model = changedModels[id] { pending[id] = try model.persistentBackingData.snapshot() }
         }
-        var merged = stored.fetchedSnapshots.filter {
+        var merged = stored.filter {
             pending[$0.persistentIdentifier] == nil && deletedModels[$0.persistentIdentifier] == nil
         }
         var evaluator = QueryEvaluator(resolve: { [unowned self] id in
@@ -156,7 +193,7 @@ extension ModelContext {
         }
         let start = min(query.offset, merged.count)
         let end = query.limit.map { Swift.min(merged.count, start + $0) } ?? merged.count
-        return Array(merged[start..<end])
+        return (Array(merged[start..<end]), entity)
     }
 
     /// Loads the models of the given relationships for `models`, one store request per

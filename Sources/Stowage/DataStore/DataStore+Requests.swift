@@ -21,6 +21,7 @@ public struct DataStoreFetchRequest<T: PersistentModel>: @unchecked Sendable {
         self.query = try FetchQuery(descriptor, schema: schema)
     }
 
+    @usableFromInline
     init(descriptor: FetchDescriptor<T>, editingState: EditingState, query: FetchQuery) {
         self.descriptor = descriptor
         self.editingState = editingState

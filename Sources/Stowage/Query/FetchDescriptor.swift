@@ -30,6 +30,41 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     }
 }
 
+/// A fetch descriptor with its model type taken out: what ``ModelContext/fetch(_:)``
+/// passes from the app's module, where it is specialized for the model type, to code that
+/// is not generic. Code generic over the model type looked up the type metadata of
+/// `FetchDescriptor<T>`, `[T]`, `Predicate<T>` and the like at run time, each time: about a
+/// sixth of a point fetch.
+@usableFromInline
+struct ErasedFetchDescriptor {
+    @usableFromInline let modelType: any PersistentModel.Type
+    /// The predicate's expression and the variable it binds to the model, when there is one.
+    @usableFromInline let predicate:
+        (expression: any StandardPredicateExpression<Bool>, root: PredicateExpressions.VariableID)?
+    /// Each sort descriptor's key path (`nil` when it has none) and whether it is ascending.
+    @usableFromInline let sortBy: [(keyPath: AnyKeyPath?, ascending: Bool)]
+    @usableFromInline let fetchLimit: Int?
+    @usableFromInline let fetchOffset: Int?
+    @usableFromInline let includePendingChanges: Bool
+    @usableFromInline let prefetch: [AnyKeyPath]
+
+    @inlinable
+    init<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) {
+        modelType = T.self
+        if let predicate = descriptor.predicate {
+            self.predicate = (predicate.expression, predicate.variable.key)
+        } else {
+            self.predicate = nil
+        }
+        sortBy = descriptor.sortBy.isEmpty ? [] : descriptor.sortBy.map { ($0.keyPath, $0.order == .forward) }
+        fetchLimit = descriptor.fetchLimit
+        fetchOffset = descriptor.fetchOffset
+        includePendingChanges = descriptor.includePendingChanges
+        let prefetch = descriptor.relationshipKeyPathsForPrefetching
+        self.prefetch = prefetch.isEmpty ? [] : prefetch.map { $0 }
+    }
+}
+
 /// One sort key of a compiled query.
 public struct SortKey: Sendable, CustomStringConvertible {
     /// The property's position in snapshots.
@@ -70,10 +105,13 @@ public struct FetchQuery: Sendable, CustomStringConvertible {
     }
 
     init<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, entity: Schema.Entity, schema: Schema) throws {
+        try self.init(ErasedFetchDescriptor(descriptor), entity: entity, schema: schema)
+    }
+
+    init(_ descriptor: ErasedFetchDescriptor, entity: Schema.Entity, schema: Schema) throws {
         self.entity = entity
-        if let predicate = descriptor.predicate {
-            let (expression, root) = try PredicateCompiler.compile(predicate, entity: entity, schema: schema)
-            self.predicate = expression
+        if let (expression, root) = descriptor.predicate {
+            self.predicate = try PredicateCompiler.compile(expression, root: root, entity: entity, schema: schema)
             self.rootVariable = root
         }
         self.sort = try descriptor.sortBy.map { sortDescriptor in
@@ -84,7 +122,7 @@ public struct FetchQuery: Sendable, CustomStringConvertible {
                 throw SwiftDataError(
                     .unsupportedSortDescriptor, "\(keyPath) is not a stored attribute of \(entity.name)")
             }
-            return SortKey(index: property.index, name: property.name, ascending: sortDescriptor.order == .forward)
+            return SortKey(index: property.index, name: property.name, ascending: sortDescriptor.ascending)
         }
         if let limit = descriptor.fetchLimit, limit < 0 {
             throw SwiftDataError(.unsupportedPredicate, "fetchLimit must not be negative (\(limit))")

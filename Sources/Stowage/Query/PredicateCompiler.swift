@@ -47,22 +47,20 @@ struct PredicateCompiler {
         SwiftDataError(.unsupportedPredicate, "unsupported predicate expression: \(what)")
     }
 
-    /// Compiles `predicate` for models of `T`.
+    /// Compiles a predicate's expression whose variable `root` is the model of `entity`.
     /// - Throws: ``SwiftDataError`` `.unsupportedPredicate`, naming the expression.
-    static func compile<T: PersistentModel>(_ predicate: Predicate<T>, entity: Schema.Entity, schema: Schema)
-        throws -> (QueryExpression, PredicateExpressions.VariableID)
-    {
+    static func compile(
+        _ expression: any StandardPredicateExpression<Bool>, root: PredicateExpressions.VariableID,
+        entity: Schema.Entity, schema: Schema
+    ) throws -> QueryExpression {
         var compiler = PredicateCompiler(schema: schema)
-        let root = predicate.variable.key
         compiler.kinds[root] = .model(entity)
-        let expression = predicate.expression
         switch fastCompiler(for: expression) {
         case .some(let fast):
             // The cached compiler was made for exactly this expression type.
-            return (try Self.callFast(fast, on: expression, into: &compiler), root)
+            return try Self.callFast(fast, on: expression, into: &compiler)
         case .none:
-            let (compiled, _) = try compiler.compile(expression)
-            return (compiled, root)
+            return try compiler.compile(expression).0
         }
     }
 
