@@ -158,7 +158,11 @@ public struct IndexKeyEncoder: Sendable {
     /// - Complexity: O(1)
     public mutating func append(uuid: uuid_t) {
         key.append(IndexKeyTag.uuid.rawValue)
-        withUnsafeBytes(of: uuid) { for byte in $0 { key.append(byte) } }
+        // The 16 bytes as two big-endian words, in their order.
+        withUnsafeBytes(of: uuid) { raw in
+            key.append(bigEndian: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 0, as: UInt64.self)))
+            key.append(bigEndian: UInt64(bigEndian: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self)))
+        }
     }
 
     /// Appends a `UUID` (see ``append(uuid:)``).
@@ -181,9 +185,7 @@ public struct IndexKeyEncoder: Sendable {
     }
 
     private mutating func appendBigEndian(_ value: UInt64) {
-        for shift in stride(from: 56, through: 0, by: -8) {
-            key.append(UInt8(truncatingIfNeeded: value >> UInt64(shift)))
-        }
+        key.append(bigEndian: value)
     }
 
     private mutating func appendEscaped(_ content: UnsafeBufferPointer<UInt8>) {

@@ -1,3 +1,4 @@
+import Foundation
 import IndexKey
 import Testing
 
@@ -63,6 +64,29 @@ struct IndexKeyStorageTests {
             #expect(built == IndexKey(bytes: bytes), "length \(length)")
             #expect(built.bytes == bytes)
             #expect(built.hashValue == IndexKey(bytes: bytes).hashValue)
+        }
+    }
+
+    /// Integers and UUIDs are written a word at a time into the inline words: after a
+    /// prefix of every length, across word boundaries and into a spilled key, the key
+    /// must hold exactly the bytes a byte-by-byte encoding would.
+    @Test func wordWritesAfterPrefixesOfEveryLengthMatchTheBytes() {
+        var rng = SplitMix64(seed: 17)
+        for length in 0...40 {
+            let prefixBytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next() | 1) }
+            let value = rng.next()
+            let uuidBytes = (0..<16).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            let uuid: uuid_t = uuidBytes.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }
+
+            var encoder = IndexKeyEncoder(prefix: IndexKey(bytes: prefixBytes))
+            encoder.append(value)
+            encoder.append(uuid: uuid)
+            let bigEndian = (0..<8).map { UInt8(truncatingIfNeeded: value >> UInt64(56 - 8 * $0)) }
+            let expected =
+                prefixBytes + [IndexKeyTag.uint64.rawValue] + bigEndian + [IndexKeyTag.uuid.rawValue] + uuidBytes
+            #expect(encoder.key.bytes == expected, "prefix of \(length) bytes")
+            #expect(encoder.key == IndexKey(bytes: expected), "prefix of \(length) bytes")
+            #expect(encoder.key.hashValue == IndexKey(bytes: expected).hashValue)
         }
     }
 
