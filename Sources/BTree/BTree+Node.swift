@@ -84,11 +84,14 @@ extension BTree {
         @inlinable
         internal func _lowerBound(_ key: Key) -> Int {
             return _keys.withUnsafeBufferPointer { keys in
+                // Keys are compared where they lie (`pointee` is an address): a buffer's
+                // subscript copied each one, a retain and release of any heap part.
+                guard let base = keys.baseAddress else { return 0 }
                 var low = 0
                 var high = keys.count
                 while low < high {
                     let mid = low &+ (high &- low) >> 1
-                    if keys[mid] < key {
+                    if (base + mid).pointee < key {
                         low = mid &+ 1
                     } else {
                         high = mid
@@ -103,11 +106,12 @@ extension BTree {
         @inlinable
         internal func _upperBound(_ key: Key) -> Int {
             return _keys.withUnsafeBufferPointer { keys in
+                guard let base = keys.baseAddress else { return 0 }
                 var low = 0
                 var high = keys.count
                 while low < high {
                     let mid = low &+ (high &- low) >> 1
-                    if key < keys[mid] {
+                    if key < (base + mid).pointee {
                         high = mid
                     } else {
                         low = mid &+ 1
