@@ -84,8 +84,8 @@ extension BTree {
         @inlinable
         internal func _lowerBound(_ key: Key) -> Int {
             return _keys.withUnsafeBufferPointer { keys in
-                // Keys are compared where they lie (`pointee` is an address): a buffer's
-                // subscript copied each one, a retain and release of any heap part.
+                // Keys are read where they lie (`pointee` is an address), so that a
+                // comparison inlined here need not copy them.
                 guard let base = keys.baseAddress else { return 0 }
                 var low = 0
                 var high = keys.count
