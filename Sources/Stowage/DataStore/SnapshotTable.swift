@@ -156,11 +156,14 @@ public struct SnapshotTable: Sendable {
         } else {
             return nil
         }
-        for index in records.indexes where index.isUnique && index.columns.count == 1 && index.columns[0] == column {
-            guard let coerced = index.coerce(value, column: 0) else { return nil }
+        // Each index is read where it lies; a `for index in` loop copied each one.
+        let indexes = records.indexes
+        for i in indexes.indices
+        where indexes[i].isUnique && indexes[i].columns.count == 1 && indexes[i].columns[0] == column {
+            guard let coerced = indexes[i].coerce(value, column: 0) else { return nil }
             var encoder = IndexKeyEncoder()
             EntityIndex.append(coerced, to: &encoder)
-            return .some(index.tree.value(forKey: encoder.key))
+            return .some(indexes[i].tree.value(forKey: encoder.key))
         }
         return nil
     }
@@ -170,8 +173,13 @@ public struct SnapshotTable: Sendable {
     ///   read; O(*n*) for a full scan, plus O(*m* log *m*) to sort *m* matches when no
     ///   index gives the order.
     public func fetch(_ query: FetchQuery) throws -> [DefaultSnapshot] {
-        if let records = entities[query.entity.name], let found = uniqueLookup(query, records) {
-            return try found.flatMap { try stored(query.entity.name, $0) }.map { [$0] } ?? []
+        // The entity's records are read in place, found once: `entities[name]` copied them
+        // (a retain of each part), and a second look-up found the row.
+        if let position = entities.index(forKey: query.entity.name),
+            let found = uniqueLookup(query, entities.values[position])
+        {
+            guard let key = found, let row = entities.values[position].rows.value(forKey: key) else { return [] }
+            return [try resolve(row, entity: query.entity.name, key: key)]
         }
         return try run(query, plan(query))
     }
