@@ -76,7 +76,10 @@ public final class ModelContext {
     var recentlyResolved: [any PersistentModel] = []
     var recentlyResolvedNext = 0
     static let recentlyResolvedCapacity = 1024
-    var routes: [ObjectIdentifier: (Schema.Entity, any DataStore)] = [:]
+    /// Each model type's entity and store, found once (`route(_:)`).
+    /// `@exclusivity(unchecked)`: read on every fetch, written only by `route(_:)`, which
+    /// calls nothing that could touch it while it writes.
+    @exclusivity(unchecked) var routes: [ObjectIdentifier: (Schema.Entity, any DataStore)] = [:]
 
     /// Creates a context for `container`.
     public init(_ container: ModelContainer) {
