@@ -41,6 +41,29 @@ struct PredicateTests {
         #expect(try names(c, #Predicate<Item> { !($0.weight > 0.15) }, \.name) == ["Passport"])
     }
 
+    /// Fetches read the descriptor's predicate as it is when they run: a predicate set,
+    /// replaced or removed after the descriptor was made is the one used, through every
+    /// fetching call.
+    @Test func aPredicateChangedAfterTheDescriptorWasMadeIsTheOneUsed() throws {
+        let c = try seeded()
+        var descriptor = FetchDescriptor<Item>(predicate: #Predicate { $0.weight > 1 })
+        #expect(Set(try c.fetch(descriptor).map(\.name)) == ["Boots", "Stray Café"])
+        descriptor.predicate = #Predicate { $0.weight < 0.15 }
+        #expect(try c.fetch(descriptor).map(\.name) == ["Passport"])
+        #expect(try c.fetchCount(descriptor) == 1)
+        #expect(try c.fetchIdentifiers(descriptor).count == 1)
+        var enumerated: [String] = []
+        try c.enumerate(descriptor) { enumerated.append($0.name) }
+        #expect(enumerated == ["Passport"])
+        descriptor.predicate = nil
+        #expect(try c.fetch(descriptor).count == 4)
+        #expect(try c.fetchCount(descriptor) == 4)
+        var unfiltered = FetchDescriptor<Item>()
+        #expect(try c.fetchCount(unfiltered) == 4)
+        unfiltered.predicate = #Predicate { $0.name == "Gloves" }
+        #expect(try c.fetch(unfiltered).map(\.name) == ["Gloves"])
+    }
+
     /// Predicates of one expression type (the compiler's cache is by type) keep their own
     /// key paths and constants, repeated in any order, on the fast and the general path.
     @Test func predicatesOfOneShapeKeepTheirOwnKeyPathsAndConstants() throws {

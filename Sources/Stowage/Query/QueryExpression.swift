@@ -5,7 +5,7 @@ import Foundation
 ///
 /// The predicate compiler builds it once per fetch descriptor; every store evaluates
 /// it, and the planner reads it to choose indexes.
-public indirect enum QueryExpression: Sendable, CustomStringConvertible {
+public enum QueryExpression: Sendable, CustomStringConvertible {
     /// Comparison operators.
     public enum ComparisonOperator: String, Sendable {
         case equal = "=="
@@ -40,37 +40,37 @@ public indirect enum QueryExpression: Sendable, CustomStringConvertible {
     /// A variable: the model being tested, or a closure's argument.
     case variable(PredicateExpressions.VariableID)
     /// A stored property of the model that `base` evaluates to.
-    case property(QueryExpression, entity: String, index: Int, name: String)
+    indirect case property(QueryExpression, entity: String, index: Int, name: String)
     /// The identifier of the model that `base` evaluates to.
-    case modelID(QueryExpression)
+    indirect case modelID(QueryExpression)
     /// A field of a composite (Codable struct) value. `fallback` applies the original key
     /// path to the decoded value when the field's coding key differs from its name.
-    case member(QueryExpression, name: String, fallback: KeyPathApplier?)
+    indirect case member(QueryExpression, name: String, fallback: KeyPathApplier?)
     /// A key path that is not a stored property, applied to a decoded value.
-    case apply(QueryExpression, KeyPathApplier)
+    indirect case apply(QueryExpression, KeyPathApplier)
     /// The number of elements (or characters) of a value.
-    case count(QueryExpression)
+    indirect case count(QueryExpression)
     /// Whether a value has no elements.
-    case isEmpty(QueryExpression)
-    case compare(ComparisonOperator, QueryExpression, QueryExpression)
-    case and(QueryExpression, QueryExpression)
-    case or(QueryExpression, QueryExpression)
-    case not(QueryExpression)
-    case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
-    case negate(QueryExpression)
-    case conditional(QueryExpression, QueryExpression, QueryExpression)
-    case nilCoalesce(QueryExpression, QueryExpression)
+    indirect case isEmpty(QueryExpression)
+    indirect case compare(ComparisonOperator, QueryExpression, QueryExpression)
+    indirect case and(QueryExpression, QueryExpression)
+    indirect case or(QueryExpression, QueryExpression)
+    indirect case not(QueryExpression)
+    indirect case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
+    indirect case negate(QueryExpression)
+    indirect case conditional(QueryExpression, QueryExpression, QueryExpression)
+    indirect case nilCoalesce(QueryExpression, QueryExpression)
     /// Evaluates `transform` with `variable` bound to `wrapped`, or gives `null` if it is `null`.
-    case optionalFlatMap(QueryExpression, PredicateExpressions.VariableID, QueryExpression)
-    case forceUnwrap(QueryExpression)
-    case function(Function, QueryExpression, QueryExpression?)
-    case closure(ClosureFunction, QueryExpression, PredicateExpressions.VariableID, QueryExpression)
+    indirect case optionalFlatMap(QueryExpression, PredicateExpressions.VariableID, QueryExpression)
+    indirect case forceUnwrap(QueryExpression)
+    indirect case function(Function, QueryExpression, QueryExpression?)
+    indirect case closure(ClosureFunction, QueryExpression, PredicateExpressions.VariableID, QueryExpression)
     /// Whether `value` lies in `lower...upper` (closed) or `lower..<upper`.
-    case inRange(QueryExpression, lower: QueryExpression, upper: QueryExpression, closed: Bool)
+    indirect case inRange(QueryExpression, lower: QueryExpression, upper: QueryExpression, closed: Bool)
     /// Whether a value can be cast to a type; `cast` converts it.
-    case cast(QueryExpression, typeName: String, conditional: Bool, check: @Sendable (SnapshotValue) -> Bool)
+    indirect case cast(QueryExpression, typeName: String, conditional: Bool, check: @Sendable (SnapshotValue) -> Bool)
     /// The element at an index or key.
-    case subscripted(QueryExpression, QueryExpression, defaultValue: QueryExpression?)
+    indirect case subscripted(QueryExpression, QueryExpression, defaultValue: QueryExpression?)
     /// A set of identifiers the model's identifier must be in.
     case identifierIn(Set<PersistentIdentifier>)
 
