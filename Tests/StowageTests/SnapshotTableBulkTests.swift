@@ -147,4 +147,61 @@ struct SnapshotTableBulkTests {
             #expect(try table.snapshotsInOrder(for: ids) == expected)
         }
     }
+    /// A request that writes one record more than once (an insert updated in the same save,
+    /// a stored record updated twice) stores the last values once, and the unique values
+    /// it gave up are free again while the ones it took are taken.
+    @Test func aRecordWrittenTwiceInOneSaveKeepsTheLastValuesAndUniqueClaims() throws {
+        let entity = try #require(Self.schema.entitiesByName["Person"])
+        let email = try #require(entity.property(named: "email")).index
+        let age = try #require(entity.property(named: "age")).index
+        func with(_ snapshot: DefaultSnapshot, _ changes: [Int: SnapshotValue]) -> DefaultSnapshot {
+            var values = snapshot.values
+            for (index, value) in changes { values[index] = value }
+            return DefaultSnapshot(persistentIdentifier: snapshot.persistentIdentifier, values: values)
+        }
+        var table = SnapshotTable(schema: Self.schema, storeIdentifier: "s")
+        let first = try table.prepare(
+            DataStoreSaveChangesRequest(
+                editingState: EditingState(), inserted: Self.people(0..<3), updated: [], deleted: []))
+        table.apply(first)
+        let stored = zip(Self.people(0..<3), first.insertedIdentifiers).map {
+            DefaultSnapshot(persistentIdentifier: $1, values: $0.values)
+        }
+        let newcomer = Self.people(10..<11)[0]
+        let second = try table.prepare(
+            DataStoreSaveChangesRequest(
+                editingState: EditingState(), inserted: [newcomer],
+                updated: [
+                    with(newcomer, [age: .int(50)]),
+                    with(stored[1], [age: .int(100)]),
+                    with(stored[1], [age: .int(200), email: .string("moved@example.com")]),
+                ],
+                deleted: [], uniquenessPolicy: .fail))
+        #expect(second.writes.count == 2)
+        table.apply(second)
+        #expect(table.count == 4)
+        let newcomerKey = try #require(second.insertedIdentifiers.first?.primaryKey)
+        #expect(try table.stored("Person", newcomerKey)?.values[age] == .int(50))
+        let movedKey = try #require(stored[1].persistentIdentifier.primaryKey)
+        let moved = try #require(try table.stored("Person", movedKey))
+        #expect(moved.values[age] == .int(200))
+        #expect(moved.values[email] == .string("moved@example.com"))
+
+        // The old email is free; the new one belongs to the moved record.
+        let reuse = with(Self.people(20..<21)[0], [email: stored[1].values[email]])
+        #expect(
+            throws: Never.self,
+            performing: {
+                try table.prepare(
+                    DataStoreSaveChangesRequest(
+                        editingState: EditingState(), inserted: [reuse], updated: [], deleted: [],
+                        uniquenessPolicy: .fail))
+            })
+        let clash = with(Self.people(21..<22)[0], [email: .string("moved@example.com")])
+        #expect(throws: SwiftDataError.self) {
+            try table.prepare(
+                DataStoreSaveChangesRequest(
+                    editingState: EditingState(), inserted: [clash], updated: [], deleted: [], uniquenessPolicy: .fail))
+        }
+    }
 }

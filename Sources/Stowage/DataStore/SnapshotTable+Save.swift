@@ -216,12 +216,16 @@ extension SnapshotTable {
                 snapshot.persistentIdentifier.isTemporary
                 ? remapping()[snapshot.persistentIdentifier] ?? snapshot.persistentIdentifier
                 : snapshot.persistentIdentifier
+            // This save's earlier write of the record, found once: each look-up hashed its key.
+            let pending = finalValues.position(id)
             guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
-                state(entity).rows.value(forKey: pk) != nil || finalValues[id] != nil,
+                state(entity).rows.value(forKey: pk) != nil || pending != nil,
                 !state(entity).deletedKeys.contains(pk)
             else { continue }
             if !entity.uniquenessConstraints.isEmpty {
-                var previous = finalValues[id].map { DefaultSnapshot(persistentIdentifier: id, values: $0.values) }
+                var previous = pending.map {
+                    DefaultSnapshot(persistentIdentifier: id, values: finalValues.write(at: $0).values)
+                }
                 if previous == nil, let found = try stored(entity, pk) {
                     previous = found
                     // A record read back by location is kept for `loadReplaced`, which then
@@ -248,8 +252,8 @@ extension SnapshotTable {
                     }
                 }
             }
-            let isInsert = finalValues[id]?.isInsert ?? false
-            finalValues.set(id, (entity, pk, snapshot.values, isInsert))
+            let isInsert = pending.map { finalValues.write(at: $0).isInsert } ?? false
+            finalValues.set(id, (entity, pk, snapshot.values, isInsert), at: pending)
         }
 
         // Relationship values that point at temporary identifiers now point at permanent ones.
@@ -417,7 +421,7 @@ struct PendingWrites {
 
     /// Where the write of `id` is. Keys are unique across the table's entities; the
     /// identifier itself must match too.
-    private func position(_ id: PersistentIdentifier) -> Int? {
+    func position(_ id: PersistentIdentifier) -> Int? {
         guard let key = id.primaryKey else { return nil }
         let found: Int?
         if key >= firstNewKey, key - firstNewKey < Int64(newPositions.count) {
@@ -433,9 +437,18 @@ struct PendingWrites {
         position(id).map { inOrder[$0].write }
     }
 
+    /// The write at `position` (from ``position(_:)``).
+    func write(at position: Int) -> Write { inOrder[position].write }
+
     /// Records `write` for `id`, in place of an earlier one.
     mutating func set(_ id: PersistentIdentifier, _ write: Write) {
-        if let found = position(id) {
+        set(id, write, at: position(id))
+    }
+
+    /// Records `write` for `id`, in place of the earlier one at `position` when it has one:
+    /// `position` is what ``position(_:)`` said of `id`, with no write set since.
+    mutating func set(_ id: PersistentIdentifier, _ write: Write, at position: Int?) {
+        if let found = position {
             inOrder[found].write = write
             return
         }
