@@ -157,12 +157,22 @@ extension LogCodec {
             }
         }
         w.varint(commit.writes.count)
+        // Writes come in runs of one entity: its index is looked up once a run, not by
+        // hashing its name for every write.
+        var run: (entity: String, index: Int)?
         for (position, write) in commit.writes.enumerated() {
             slots.append(Int32(contents.bytes.count))
             contents.u8(write.isInsert ? 0 : 1)
+            let index: Int
+            if let run, run.entity == write.entity {
+                index = run.index
+            } else {
+                index = try entityIndex(write.entity, map)
+                run = (write.entity, index)
+            }
             try encodeSnapshot(
                 write.snapshot, key: write.key, entity: write.entity, into: &contents, map: map,
-                external: external.map { lookup in { lookup(position, $0) } })
+                external: external.map { lookup in { lookup(position, $0) } }, entityIndex: index)
             pending += 1
             if contents.bytes.count >= LogBlocks.targetBytes || pending == LogBlocks.maximumWrites { try flush() }
         }

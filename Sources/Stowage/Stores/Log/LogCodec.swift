@@ -538,7 +538,7 @@ enum LogCodec {
 
     // MARK: Snapshots
 
-    private static func entityIndex(_ name: String, _ map: LogEntityMap) throws -> Int {
+    static func entityIndex(_ name: String, _ map: LogEntityMap) throws -> Int {
         guard let index = map.indexByName[name] else {
             throw SwiftDataError(.unknownModelType, "\(name) is not in the log store's schema")
         }
@@ -550,11 +550,12 @@ enum LogCodec {
         return map.names[Int(index)]
     }
 
+    /// - Parameter entityIndex: `entity`'s index in `map`, when the caller knows it.
     static func encodeSnapshot(
         _ snapshot: DefaultSnapshot, key: Int64, entity: String, into w: inout LogByteWriter, map: LogEntityMap,
-        external: ((Int) -> LogExternalReference?)? = nil
+        external: ((Int) -> LogExternalReference?)? = nil, entityIndex known: Int? = nil
     ) throws {
-        let index = try entityIndex(entity, map)
+        let index = try known ?? entityIndex(entity, map)
         guard snapshot.values.count == map.propertyCounts[index] else {
             throw SwiftDataError(
                 .modelValidationFailure,
