@@ -384,6 +384,13 @@ struct LogEncodingTests {
         let (x, y, z) = (Array(bytes[..<1000]), Array(bytes[1000..<1003]), Array(bytes[1003...]))
         let xy = CRC32C.combine(CRC32C.checksum(x), CRC32C.checksum(y), lengthB: y.count)
         #expect(CRC32C.combine(xy, CRC32C.checksum(z), lengthB: z.count) == whole)
+        // Lengths past 32 bits: shifting over 2L zero bytes is shifting over L twice.
+        let crc: UInt32 = 0xE306_9283
+        for length in [1 << 31, 3_000_000_007, 1 << 40] {
+            let once = CRC32C.combine(crc, 0, lengthB: length)
+            #expect(CRC32C.combine(once, 0, lengthB: length) == CRC32C.combine(crc, 0, lengthB: 2 * length))
+            #expect(once != crc)
+        }
     }
 
     /// The CPU's instruction and the tables agree at every length around the 8-byte steps,

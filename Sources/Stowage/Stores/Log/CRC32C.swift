@@ -69,50 +69,59 @@ enum CRC32C {
 
     /// The CRC of `a` followed by `b`, from the CRC of `a`, the CRC of `b` and `b`'s length,
     /// without the bytes: a commit written in pieces is checksummed with the frame fields
-    /// that come before it, which are known only once every piece is written. The shift of
-    /// `crcA` over `lengthB` zero bytes is done by squaring the one-zero-bit operator over
-    /// GF(2), as zlib's `crc32_combine` does for its polynomial.
+    /// that come before it, which are known only once every piece is written. `crcA` is
+    /// shifted over `lengthB` zero bytes by multiplying it by x^(8·lengthB) modulo the
+    /// polynomial, a power made from the table of x^(2^k) (zlib's `crc32_combine` works
+    /// this way since 1.2.12). Building the operator matrices by squaring, as older zlib
+    /// did, took about 190,000 instructions a save.
     static func combine(_ crcA: UInt32, _ crcB: UInt32, lengthB: Int) -> UInt32 {
         guard lengthB > 0 else { return crcA }
-        // The operator for one zero bit: a shift, and the polynomial when a one falls off.
-        var odd = [UInt32](repeating: 0, count: 32)
-        odd[0] = 0x82F6_3B78
-        var row: UInt32 = 1
-        for n in 1..<32 {
-            odd[n] = row
-            row <<= 1
-        }
-        var even = square(odd)  // two zero bits
-        odd = square(even)  // four zero bits
-        var crc = crcA
-        var remaining = lengthB
-        // Apply the operator for 8, 16, 32… zero bits where `lengthB`'s bits are set.
-        repeat {
-            even = square(odd)
-            if remaining & 1 != 0 { crc = times(even, crc) }
-            remaining >>= 1
-            guard remaining != 0 else { break }
-            odd = square(even)
-            if remaining & 1 != 0 { crc = times(odd, crc) }
-            remaining >>= 1
-        } while remaining != 0
-        return crc ^ crcB
+        return multiplyModP(xToThe(UInt64(lengthB), timesTwoToThe: 3), crcA) ^ crcB
     }
 
-    private static func times(_ matrix: [UInt32], _ vector: UInt32) -> UInt32 {
-        var sum: UInt32 = 0
-        var vector = vector
-        var i = 0
-        while vector != 0 {
-            if vector & 1 != 0 { sum ^= matrix[i] }
-            vector >>= 1
-            i += 1
+    /// The reflected polynomial.
+    private static let polynomial: UInt32 = 0x82F6_3B78
+
+    /// `a` times `b` modulo the polynomial, both reflected (x^0 is the top bit).
+    private static func multiplyModP(_ a: UInt32, _ b: UInt32) -> UInt32 {
+        var m: UInt32 = 1 << 31
+        var product: UInt32 = 0
+        var b = b
+        while m != 0 {
+            if a & m != 0 {
+                product ^= b
+                if a & (m &- 1) == 0 { break }
+            }
+            m >>= 1
+            b = b & 1 != 0 ? (b >> 1) ^ polynomial : b >> 1
         }
-        return sum
+        return product
     }
 
-    private static func square(_ matrix: [UInt32]) -> [UInt32] {
-        (0..<32).map { times(matrix, matrix[$0]) }
+    /// x^(2^k) modulo the polynomial for k in 0..<66: x^(2^(k+1)) is x^(2^k) squared. A
+    /// byte count's 63 bits, shifted by 3 for the bits of a byte, need no more.
+    private static let powersOfX: [UInt32] = {
+        var table: [UInt32] = []
+        var p: UInt32 = 1 << 30  // x^1
+        for _ in 0..<66 {
+            table.append(p)
+            p = multiplyModP(p, p)
+        }
+        return table
+    }()
+
+    /// x^(n·2^k) modulo the polynomial: the product of the table's powers for the bits of
+    /// `n`.
+    private static func xToThe(_ n: UInt64, timesTwoToThe k: Int) -> UInt32 {
+        var product: UInt32 = 1 << 31  // x^0
+        var n = n
+        var k = k
+        while n != 0 {
+            if n & 1 != 0 { product = multiplyModP(powersOfX[k], product) }
+            n >>= 1
+            k += 1
+        }
+        return product
     }
 
     private static let maskDelta: UInt32 = 0xA282_EAD8
