@@ -159,7 +159,7 @@ extension SnapshotTable {
         // Inserts: a new key, or an upsert onto the record that holds the same unique values.
         var finalValues = PendingWrites(firstNewKey: nextKey)
         let expected = request.inserted.count + request.updated.count
-        finalValues.reserveCapacity(expected)
+        finalValues.reserveCapacity(inserts: request.inserted.count, updates: request.updated.count)
         prepared.inserted = request.inserted
         prepared.insertedIdentifiers.reserveCapacity(request.inserted.count)
         prepared.writes.reserveCapacity(expected)
@@ -409,14 +409,24 @@ struct PendingWrites {
     let firstNewKey: Int64
     /// The position in `inOrder` of the write of key `firstNewKey + i`.
     private var newPositions: [Int] = []
-    /// The positions of writes to other keys.
-    private var positions: [Int64: Int] = [:]
+    /// The positions of writes to other keys: the updates, and inserts that upsert.
+    private var positions: [StoredKey: Int] = [:]
+
+    /// A stored record's primary key, hashed with one mix instead of `Hasher`: keys are
+    /// assigned by the store, and an update save hashes one per record.
+    private struct StoredKey: Hashable {
+        let key: Int64
+        func _rawHashValue(seed: Int) -> Int { keyHash(UInt64(bitPattern: key), seed: seed) }
+    }
 
     init(firstNewKey: Int64) { self.firstNewKey = firstNewKey }
 
-    mutating func reserveCapacity(_ count: Int) {
-        inOrder.reserveCapacity(count)
-        newPositions.reserveCapacity(count)
+    /// Room for a save's writes: grown one doubling at a time, the positions of a save of
+    /// 1000 updates were rehashed ten times over.
+    mutating func reserveCapacity(inserts: Int, updates: Int) {
+        inOrder.reserveCapacity(inserts + updates)
+        newPositions.reserveCapacity(inserts)
+        if updates > 0 { positions.reserveCapacity(updates) }
     }
 
     /// Where the write of `id` is. Keys are unique across the table's entities; the
@@ -427,7 +437,7 @@ struct PendingWrites {
         if key >= firstNewKey, key - firstNewKey < Int64(newPositions.count) {
             found = newPositions[Int(key - firstNewKey)]
         } else {
-            found = positions[key]
+            found = positions[StoredKey(key: key)]
         }
         guard let found, inOrder[found].id == id else { return nil }
         return found
@@ -456,7 +466,7 @@ struct PendingWrites {
         if write.key >= firstNewKey, write.key - firstNewKey == Int64(newPositions.count) {
             newPositions.append(inOrder.count - 1)
         } else {
-            positions[write.key] = inOrder.count - 1
+            positions[StoredKey(key: write.key)] = inOrder.count - 1
         }
     }
 }
