@@ -113,6 +113,17 @@ struct ContextTests {
             #expect(!id.isTemporary)
             #expect(try context.existingModel(for: id) === model)
         }
+        // A new context loads them by identifier, the entities taking turns: each model is
+        // made as its own entity's, not the last one's.
+        let loader = ModelContext(container)
+        for model in models {
+            let loaded = try loader.existingModel(for: model.persistentModelID)
+            if let trip = model as? Trip {
+                #expect((loaded as? Trip)?.name == trip.name)
+            } else if let person = model as? Person {
+                #expect((loaded as? Person)?.email == person.email)
+            }
+        }
         let reader = ModelContext(container)
         #expect(try reader.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)])).map(\.name) == ["T1", "T2"])
         #expect(

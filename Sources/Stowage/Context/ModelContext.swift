@@ -85,6 +85,20 @@ public final class ModelContext {
     /// `@exclusivity(unchecked)`: read on every fetch, written only by `route(_:)`, which
     /// calls nothing that could touch it while it writes.
     @exclusivity(unchecked) var routes: [ObjectIdentifier: (Schema.Entity, any DataStore)] = [:]
+    /// The entity of the last identifier ``entity(of:)`` was asked about, by the identifier's
+    /// scope: scopes live for the process, and one names one entity.
+    @exclusivity(unchecked) private var lastEntity: (scope: ObjectIdentifier, entity: Schema.Entity)?
+
+    /// The container's entity of `id`, without hashing its name when the last identifier
+    /// asked about had the same scope: loading models one by one by identifier looked the
+    /// entity up by name for each (about 300 instructions).
+    func entity(of id: PersistentIdentifier) -> Schema.Entity? {
+        let scope = ObjectIdentifier(id.scope)
+        if let lastEntity, lastEntity.scope == scope { return lastEntity.entity }
+        guard let entity = container.schema.entitiesByName[id.entityName] else { return nil }
+        lastEntity = (scope, entity)
+        return entity
+    }
 
     /// Creates a context for `container`.
     public init(_ container: ModelContainer) {
@@ -327,7 +341,7 @@ public final class ModelContext {
     /// ``existingModel(for:)`` to get an error instead.
     public func model(for id: PersistentIdentifier) -> any PersistentModel {
         if let model = try? existingModel(for: id) { return model }
-        let type = container.schema.entitiesByName[id.entityName]?.modelType
+        let type = entity(of: id)?.modelType
         let data = ModelBackingData(for: type ?? _PlaceholderModel.self)
         data.persistentModelID = id
         return (type ?? _PlaceholderModel.self).init(backingData: data)
@@ -337,7 +351,7 @@ public final class ModelContext {
     /// - Throws: ``SwiftDataError/missingModel`` when no record has the identifier.
     public func existingModel(for id: PersistentIdentifier) throws -> any PersistentModel {
         if let model = lookUp(id) { return model }
-        guard let entity = container.schema.entitiesByName[id.entityName] else {
+        guard let entity = entity(of: id) else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
         }
         guard !id.isTemporary, let model = resolveModel(for: id, entity: entity) else {
@@ -404,7 +418,7 @@ public final class ModelContext {
         let entity: Schema.Entity
         if let known, known.name == id.entityName {
             entity = known
-        } else if let found = container.schema.entitiesByName[id.entityName] {
+        } else if let found = self.entity(of: id) {
             entity = found
         } else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
