@@ -173,13 +173,14 @@ public struct SnapshotTable: Sendable {
     ///   read; O(*n*) for a full scan, plus O(*m* log *m*) to sort *m* matches when no
     ///   index gives the order.
     public func fetch(_ query: FetchQuery) throws -> [DefaultSnapshot] {
-        // The entity's records are read in place, found once: `entities[name]` copied them
-        // (a retain of each part), and a second look-up found the row.
-        if let position = entities.index(forKey: query.entity.name),
-            let found = uniqueLookup(query, entities.values[position])
-        {
-            guard let key = found, let row = entities.values[position].rows.value(forKey: key) else { return [] }
-            return [try resolve(row, entity: query.entity.name, key: key)]
+        // The entity's records are found once and taken out of the dictionary once: each
+        // `entities.values[position]` copies them (a retain of each of their parts).
+        if let position = entities.index(forKey: query.entity.name) {
+            let records = entities.values[position]
+            if let found = uniqueLookup(query, records) {
+                guard let key = found, let row = records.rows.value(forKey: key) else { return [] }
+                return [try resolve(row, entity: query.entity.name, key: key)]
+            }
         }
         return try run(query, plan(query))
     }
