@@ -175,7 +175,40 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         else {
             return []
         }
+        if let index = persistedIndex(of: member, in: declaration) {
+            return ["@_PersistedProperty(index: \(raw: index))"]
+        }
         return ["@_PersistedProperty"]
+    }
+
+    /// The position of `member` among the class's persisted properties, which is its
+    /// position in the schema metadata and so in the entity. `nil` when a `#if` block
+    /// holds persisted properties: which of them exist is decided after expansion.
+    static func persistedIndex(of member: some DeclSyntaxProtocol, in declaration: some DeclGroupSyntax) -> Int? {
+        guard case .persisted(let target) = classifyMember(member) else { return nil }
+        /// Whether a `#if` block holds a persisted property, at any depth.
+        func holdsPersisted(_ ifConfig: IfConfigDeclSyntax) -> Bool {
+            ifConfig.clauses.contains { clause in
+                guard case .decls(let nested)? = clause.elements else { return false }
+                return nested.contains { item in
+                    if let inner = item.decl.as(IfConfigDeclSyntax.self) { return holdsPersisted(inner) }
+                    if case .persisted = classifyMember(item.decl) { return true }
+                    return false
+                }
+            }
+        }
+        var index = 0
+        var found: Int?
+        for item in declaration.memberBlock.members {
+            if let ifConfig = item.decl.as(IfConfigDeclSyntax.self) {
+                if holdsPersisted(ifConfig) { return nil }
+                continue
+            }
+            guard case .persisted(let property) = classifyMember(item.decl) else { continue }
+            if property.identifier == target.identifier, found == nil { found = index }
+            index += 1
+        }
+        return found
     }
 
     // MARK: extension

@@ -26,6 +26,16 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         in context: some MacroExpansionContext
     ) throws -> [AccessorDeclSyntax] {
         guard let (identifier, name) = propertyName(declaration) else { return [] }
+        // With the property's position (from `@Model`), reads and writes go by position.
+        let read: String
+        let write: String
+        if let index = index(node) {
+            read = "self._getValue(forKey: \\.\(identifier), at: \(index))"
+            write = "self._setValue(forKey: \\.\(identifier), at: \(index), to: newValue)"
+        } else {
+            read = "self.getValue(forKey: \\.\(identifier))"
+            write = "self.setValue(forKey: \\.\(identifier), to: newValue)"
+        }
         return [
             """
             @storageRestrictions(accesses: _$backingData, initializes: _\(raw: name))
@@ -37,21 +47,30 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """
             get {
                 _$observationRegistrar.access(self, keyPath: \\.\(raw: identifier))
-                return self.getValue(forKey: \\.\(raw: identifier))
+                return \(raw: read)
             }
             """,
             """
             set {
                 if let observation = _$observation {
                     observation.withMutation(of: self, keyPath: \\.\(raw: identifier)) {
-                        self.setValue(forKey: \\.\(raw: identifier), to: newValue)
+                        \(raw: write)
                     }
                 } else {
-                    self.setValue(forKey: \\.\(raw: identifier), to: newValue)
+                    \(raw: write)
                 }
             }
             """,
         ]
+    }
+
+    /// The `index:` argument of `@_PersistedProperty(index:)`, when it is an integer literal.
+    static func index(_ node: AttributeSyntax) -> Int? {
+        guard case .argumentList(let arguments) = node.arguments,
+            let argument = arguments.first(where: { $0.label?.text == "index" }),
+            let literal = argument.expression.as(IntegerLiteralExprSyntax.self)
+        else { return nil }
+        return Int(literal.literal.text)
     }
 
     public static func expansion(

@@ -30,15 +30,15 @@ struct ModelMacroTests {
                         }
                         get {
                             _$observationRegistrar.access(self, keyPath: \.name)
-                            return self.getValue(forKey: \.name)
+                            return self._getValue(forKey: \.name, at: 0)
                         }
                         set {
                             if let observation = _$observation {
                                 observation.withMutation(of: self, keyPath: \.name) {
-                                    self.setValue(forKey: \.name, to: newValue)
+                                    self._setValue(forKey: \.name, at: 0, to: newValue)
                                 }
                             } else {
-                                self.setValue(forKey: \.name, to: newValue)
+                                self._setValue(forKey: \.name, at: 0, to: newValue)
                             }
                         }
                     }
@@ -52,15 +52,15 @@ struct ModelMacroTests {
                         }
                         get {
                             _$observationRegistrar.access(self, keyPath: \.isPacked)
-                            return self.getValue(forKey: \.isPacked)
+                            return self._getValue(forKey: \.isPacked, at: 1)
                         }
                         set {
                             if let observation = _$observation {
                                 observation.withMutation(of: self, keyPath: \.isPacked) {
-                                    self.setValue(forKey: \.isPacked, to: newValue)
+                                    self._setValue(forKey: \.isPacked, at: 1, to: newValue)
                                 }
                             } else {
-                                self.setValue(forKey: \.isPacked, to: newValue)
+                                self._setValue(forKey: \.isPacked, at: 1, to: newValue)
                             }
                         }
                     }
@@ -74,15 +74,15 @@ struct ModelMacroTests {
                         }
                         get {
                             _$observationRegistrar.access(self, keyPath: \.note)
-                            return self.getValue(forKey: \.note)
+                            return self._getValue(forKey: \.note, at: 2)
                         }
                         set {
                             if let observation = _$observation {
                                 observation.withMutation(of: self, keyPath: \.note) {
-                                    self.setValue(forKey: \.note, to: newValue)
+                                    self._setValue(forKey: \.note, at: 2, to: newValue)
                                 }
                             } else {
-                                self.setValue(forKey: \.note, to: newValue)
+                                self._setValue(forKey: \.note, at: 2, to: newValue)
                             }
                         }
                     }
@@ -96,15 +96,15 @@ struct ModelMacroTests {
                         }
                         get {
                             _$observationRegistrar.access(self, keyPath: \.tags)
-                            return self.getValue(forKey: \.tags)
+                            return self._getValue(forKey: \.tags, at: 3)
                         }
                         set {
                             if let observation = _$observation {
                                 observation.withMutation(of: self, keyPath: \.tags) {
-                                    self.setValue(forKey: \.tags, to: newValue)
+                                    self._setValue(forKey: \.tags, at: 3, to: newValue)
                                 }
                             } else {
-                                self.setValue(forKey: \.tags, to: newValue)
+                                self._setValue(forKey: \.tags, at: 3, to: newValue)
                             }
                         }
                     }
@@ -118,15 +118,15 @@ struct ModelMacroTests {
                         }
                         get {
                             _$observationRegistrar.access(self, keyPath: \.trip)
-                            return self.getValue(forKey: \.trip)
+                            return self._getValue(forKey: \.trip, at: 4)
                         }
                         set {
                             if let observation = _$observation {
                                 observation.withMutation(of: self, keyPath: \.trip) {
-                                    self.setValue(forKey: \.trip, to: newValue)
+                                    self._setValue(forKey: \.trip, at: 4, to: newValue)
                                 }
                             } else {
-                                self.setValue(forKey: \.trip, to: newValue)
+                                self._setValue(forKey: \.trip, at: 4, to: newValue)
                             }
                         }
                     }
@@ -220,15 +220,15 @@ struct ModelMacroTests {
                             }
                             get {
                                 _$observationRegistrar.access(self, keyPath: \.name)
-                                return self.getValue(forKey: \.name)
+                                return self._getValue(forKey: \.name, at: 0)
                             }
                             set {
                                 if let observation = _$observation {
                                     observation.withMutation(of: self, keyPath: \.name) {
-                                        self.setValue(forKey: \.name, to: newValue)
+                                        self._setValue(forKey: \.name, at: 0, to: newValue)
                                     }
                                 } else {
-                                    self.setValue(forKey: \.name, to: newValue)
+                                    self._setValue(forKey: \.name, at: 0, to: newValue)
                                 }
                             }
                         }
@@ -411,7 +411,7 @@ struct ModelMacroTests {
         #expect(result.source.contains("self._default = Stowage._StowagePersistedProperty()"))
         #expect(
             result.source.contains("@Stowage._StowageIgnored private var _default: Stowage._StowagePersistedProperty"))
-        #expect(result.source.contains(#"self.getValue(forKey: \.`default`)"#))
+        #expect(result.source.contains(#"self._getValue(forKey: \.`default`, at: 0)"#))
     }
 
     @Test("Static, class, lazy, computed, transient and ignored properties are left alone")
@@ -533,5 +533,31 @@ struct ConditionalMemberTests {
                         #endif
                     }
                 """#))
+        // Which properties exist is decided after expansion: no property goes by position.
+        #expect(result.source.contains(#"return self.getValue(forKey: \.name)"#))
+        #expect(!result.source.contains("_getValue"))
+    }
+
+    @Test("Positions count persisted properties only, and a #if without any leaves them")
+    func positionsSkipOtherMembers() {
+        let result = expand(
+            #"""
+            @Model final class Item {
+                @Transient var selected = false
+                var first = ""
+                var computed: Int { 1 }
+                static var shared = 0
+                #if false
+                func unrelated() {}
+                #endif
+                @Attribute(.unique) var second: Int
+                @Relationship var parent: Item?
+            }
+            """#)
+        #expect(result.diagnostics.isEmpty)
+        #expect(result.source.contains(#"return self._getValue(forKey: \.first, at: 0)"#))
+        #expect(result.source.contains(#"self._setValue(forKey: \.second, at: 1, to: newValue)"#))
+        #expect(result.source.contains(#"return self._getValue(forKey: \.parent, at: 2)"#))
+        #expect(!result.source.contains(#"forKey: \.selected"#))
     }
 }

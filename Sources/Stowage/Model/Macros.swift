@@ -40,6 +40,12 @@ public macro Model() = #externalMacro(module: "StowageMacros", type: "ModelMacro
 @attached(peer, names: prefixed(_))
 public macro _PersistedProperty() = #externalMacro(module: "StowageMacros", type: "PersistedPropertyMacro")
 
+/// `@_PersistedProperty` for a property whose position among the class's persisted
+/// properties `@Model` knows: its accessors read and write by that position.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_))
+public macro _PersistedProperty(index: Int) = #externalMacro(module: "StowageMacros", type: "PersistedPropertyMacro")
+
 /// Customizes how a persisted property is stored: uniqueness, external storage,
 /// a transformer, or its name in an earlier schema version.
 ///

@@ -248,8 +248,14 @@ public final class ModelBackingData {
     }
 
     func attributeValue<Value>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel) -> Value {
+        attributeValue(at: index(of: keyPath), as: type, owner: owner)
+    }
+
+    /// The attribute at `index`, the position `@Model` worked out from the class's
+    /// declaration: the entity's properties are the class's persisted properties in the
+    /// order declared (``Schema/Entity``), so no key path is looked up.
+    func attributeValue<Value>(at index: Int, as type: Value.Type, owner: any PersistentModel) -> Value {
         bindIfNeeded(owner)
-        let index = index(of: keyPath)
         // No `Value?` on these paths: in generic code each one looks up `Optional<Value>`'s
         // metadata in the runtime's cache.
         if slots.isEmpty, index < encodedValues.count, unsetValues & (1 << UInt64(index)) == 0 {
@@ -266,6 +272,9 @@ public final class ModelBackingData {
     /// The value at `index` through the slot and the property's conversion.
     @inline(never)
     private func storedAttributeValue<Value>(_ index: Int, as type: Value.Type) -> Value {
+        precondition(
+            index < entity.properties.count,
+            "\(entity.name) has no stored property at position \(index): @Model and the entity disagree")
         switch slot(index) {
         case .value(let any):
             if let value = any as? Value { return value }
@@ -395,8 +404,13 @@ public final class ModelBackingData {
     }
 
     func setAttributeValue<Value>(_ keyPath: AnyKeyPath, _ value: Value, owner: any PersistentModel) {
+        setAttributeValue(at: index(of: keyPath), value, owner: owner)
+    }
+
+    /// Writes the attribute at `index`, a position from `@Model` as for
+    /// ``attributeValue(at:as:owner:)``.
+    func setAttributeValue<Value>(at index: Int, _ value: Value, owner: any PersistentModel) {
         bindIfNeeded(owner)
-        let index = index(of: keyPath)
         if !writeEncoded(value, at: index) {
             ensureSlots()
             slots[index] = storedSlot(value, at: index)

@@ -112,6 +112,87 @@ extension PersistentModel {
     }
 }
 
+// MARK: Property access by position, which `@Model` writes when it knows the position
+
+/// `@Model` passes each persisted property's position among the class's persisted
+/// properties, which is its position in the entity, when it can tell it from the
+/// declaration (not when `#if` leaves it open). A read or write then skips finding the
+/// property by its key path (a locked table look-up), and the key path is made only when
+/// a relationship needs it: the argument is an autoclosure.
+///
+/// Stowage's own: SwiftData's macro writes `getValue(forKey:)` and `setValue(forKey:to:)`,
+/// which Stowage has too. Do not call these yourself: a wrong position reads another
+/// property.
+extension PersistentModel {
+    /// Reads the attribute at `index`.
+    public func _getValue<Value>(forKey keyPath: @autoclosure () -> KeyPath<Self, Value>, at index: Int) -> Value {
+        persistentBackingData.attributeValue(at: index, as: Value.self, owner: self)
+    }
+
+    /// Writes the attribute at `index`.
+    public func _setValue<Value>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, Value>, at index: Int, to newValue: Value
+    ) {
+        persistentBackingData.setAttributeValue(at: index, newValue, owner: self)
+    }
+
+    /// Reads an optional to-one relationship.
+    public func _getValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, Value?>, at index: Int
+    ) -> Value? {
+        getValue(forKey: keyPath())
+    }
+
+    /// Reads a non-optional to-one relationship.
+    public func _getValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, Value>, at index: Int
+    ) -> Value {
+        getValue(forKey: keyPath())
+    }
+
+    /// Reads a to-many relationship.
+    public func _getValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, [Value]>, at index: Int
+    ) -> [Value] {
+        getValue(forKey: keyPath())
+    }
+
+    /// Reads an optional to-many relationship.
+    public func _getValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, [Value]?>, at index: Int
+    ) -> [Value]? {
+        getValue(forKey: keyPath())
+    }
+
+    /// Writes an optional to-one relationship.
+    public func _setValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, Value?>, at index: Int, to newValue: Value?
+    ) {
+        setValue(forKey: keyPath(), to: newValue)
+    }
+
+    /// Writes a non-optional to-one relationship.
+    public func _setValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, Value>, at index: Int, to newValue: Value
+    ) {
+        setValue(forKey: keyPath(), to: newValue)
+    }
+
+    /// Writes a to-many relationship.
+    public func _setValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, [Value]>, at index: Int, to newValue: [Value]
+    ) {
+        setValue(forKey: keyPath(), to: newValue)
+    }
+
+    /// Writes an optional to-many relationship.
+    public func _setValue<Value: PersistentModel>(
+        forKey keyPath: @autoclosure () -> KeyPath<Self, [Value]?>, at index: Int, to newValue: [Value]?
+    ) {
+        setValue(forKey: keyPath(), to: newValue)
+    }
+}
+
 /// The type of the stored-property placeholders `@Model` writes; it holds nothing.
 public struct _StowagePersistedProperty: Sendable {
     public init() {}
