@@ -129,6 +129,20 @@ public final class ModelBackingData {
         try apply(snapshot)
     }
 
+    /// Whether each value passes its property's check, read in place: `zip` copied each
+    /// value out of the array, a retain and a release for each string.
+    private static func allAccepted(
+        _ values: [SnapshotValue], by checks: [PropertyCodec.CaseCheck]
+    ) -> Bool {
+        values.withUnsafeBufferPointer { values in
+            checks.withUnsafeBufferPointer { checks in
+                guard values.count == checks.count else { return false }
+                for i in 0..<checks.count where !checks[i].accepts(values[i]) { return false }
+                return true
+            }
+        }
+    }
+
     /// Replaces every value with the snapshot's.
     func apply(_ snapshot: DefaultSnapshot) throws {
         let kinds = entity.slotKinds
@@ -137,7 +151,7 @@ public final class ModelBackingData {
                 .modelValidationFailure,
                 "\(entity.name): the snapshot has \(snapshot.values.count) values, the schema \(kinds.count)")
         }
-        if let checks = entity.lazyChecks, zip(checks, snapshot.values).allSatisfy({ $0.accepts($1) }) {
+        if let checks = entity.lazyChecks, Self.allAccepted(snapshot.values, by: checks) {
             encodedValues = snapshot.values
             unsetValues = 0
             slots = []
@@ -254,6 +268,7 @@ public final class ModelBackingData {
     /// The attribute at `index`, the position `@Model` worked out from the class's
     /// declaration: the entity's properties are the class's persisted properties in the
     /// order declared (``Schema/Entity``), so no key path is looked up.
+    @usableFromInline
     func attributeValue<Value>(at index: Int, as type: Value.Type, owner: any PersistentModel) -> Value {
         bindIfNeeded(owner)
         // No `Value?` on these paths: in generic code each one looks up `Optional<Value>`'s
@@ -409,6 +424,7 @@ public final class ModelBackingData {
 
     /// Writes the attribute at `index`, a position from `@Model` as for
     /// ``attributeValue(at:as:owner:)``.
+    @usableFromInline
     func setAttributeValue<Value>(at index: Int, _ value: Value, owner: any PersistentModel) {
         bindIfNeeded(owner)
         if !writeEncoded(value, at: index) {

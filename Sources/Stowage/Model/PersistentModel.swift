@@ -124,12 +124,15 @@ extension PersistentModel {
 /// which Stowage has too. Do not call these yourself: a wrong position reads another
 /// property.
 extension PersistentModel {
-    /// Reads the attribute at `index`.
+    /// Reads the attribute at `index`. Inlinable, so that the model class's own
+    /// `persistentBackingData` is called directly, not through the protocol.
+    @inlinable
     public func _getValue<Value>(forKey keyPath: @autoclosure () -> KeyPath<Self, Value>, at index: Int) -> Value {
         persistentBackingData.attributeValue(at: index, as: Value.self, owner: self)
     }
 
     /// Writes the attribute at `index`.
+    @inlinable
     public func _setValue<Value>(
         forKey keyPath: @autoclosure () -> KeyPath<Self, Value>, at index: Int, to newValue: Value
     ) {

@@ -96,14 +96,26 @@ extension PropertyCodec {
         /// `Optional` of the leaf type: `.null` decodes too.
         let isOptional: Bool
 
+        /// Switches on the value alone, then compares the leaf: a switch over the pair
+        /// copied the value into it, a retain and a release for a string.
         func accepts(_ value: SnapshotValue) -> Bool {
-            switch (leaf, value) {
-            case (_, .null): isOptional
-            case (.string, .string), (.int64, .int), (.double, .double), (.float, .double), (.bool, .bool),
-                (.date, .date), (.uuid, .uuid), (.data, .data), (.url, .url), (.decimal, .decimal):
-                true
-            case (.int, .int(let v)): Int(exactly: v) != nil
-            case (.int32, .int(let v)): Int32(exactly: v) != nil
+            switch value {
+            case .null: isOptional
+            case .string: leaf == .string
+            case .int(let v):
+                switch leaf {
+                case .int64: true
+                case .int: Int(exactly: v) != nil
+                case .int32: Int32(exactly: v) != nil
+                default: false
+                }
+            case .double: leaf == .double || leaf == .float
+            case .bool: leaf == .bool
+            case .date: leaf == .date
+            case .uuid: leaf == .uuid
+            case .data: leaf == .data
+            case .url: leaf == .url
+            case .decimal: leaf == .decimal
             default: false
             }
         }
