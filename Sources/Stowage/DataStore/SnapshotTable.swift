@@ -95,35 +95,44 @@ public struct SnapshotTable: Sendable {
     func snapshotsInOrder(for identifiers: [PersistentIdentifier]) throws -> [DefaultSnapshot?] {
         var result: [DefaultSnapshot?] = []
         result.reserveCapacity(identifiers.count)
-        // Identifiers come in runs of one entity: each run's records are looked up once.
-        var name: String?
+        // Identifiers come in runs of one entity: each run's records are looked up once,
+        // and its entity name and store are compared once, by the identifiers' scope (a
+        // scope names one entity in one store): reading them from every identifier copied
+        // two strings a row.
+        var lastScope: ObjectIdentifier?
+        var inThisStore = false
+        var name = ""
         var records: EntityRecords?
         for id in identifiers {
-            guard let key = id.primaryKey, id.storeIdentifier == storeIdentifier else {
+            let scope = ObjectIdentifier(id.scope)
+            if scope != lastScope {
+                lastScope = scope
+                inThisStore = id.storeIdentifier == storeIdentifier
+                name = id.entityName
+                records = nil
+            }
+            guard inThisStore, let key = id.primaryKey else {
                 result.append(nil)
                 continue
             }
             if identifiers.count == 1 {
                 // One identifier (a model loaded by identifier): its row is read in place,
                 // without copying the entity's records out of the dictionary.
-                guard let position = entities.index(forKey: id.entityName),
+                guard let position = entities.index(forKey: name),
                     let row = entities.values[position].rows.value(forKey: key)
                 else {
                     result.append(nil)
                     continue
                 }
-                result.append(try resolve(row, entity: id.entityName, key: key))
+                result.append(try resolve(row, entity: name, key: key))
                 continue
             }
-            if id.entityName != name {
-                name = id.entityName
-                records = entities[id.entityName]
-            }
+            if records == nil { records = entities[name] }
             guard let row = records?.rows.value(forKey: key) else {
                 result.append(nil)
                 continue
             }
-            result.append(try resolve(row, entity: id.entityName, key: key))
+            result.append(try resolve(row, entity: name, key: key))
         }
         return result
     }
