@@ -141,6 +141,11 @@ struct SnapshotTableBulkTests {
             [id(keys[5]), id(keys[6]), id(keys[6]), id(keys[7]), id(keys[3]), id(keys[4]), id(999_999)],
             [.permanent(entityName: "Chore", storeIdentifier: "s", primaryKey: keys[0]), id(keys[0]), id(keys[1])],
             [.permanent(entityName: "Person", storeIdentifier: "elsewhere", primaryKey: keys[0]), id(keys[1])],
+            // Scopes taking turns: each run is judged by its own store and entity.
+            [
+                id(keys[1]), .permanent(entityName: "Chore", storeIdentifier: "s", primaryKey: keys[2]), id(keys[2]),
+                .permanent(entityName: "Person", storeIdentifier: "elsewhere", primaryKey: keys[3]), id(keys[3]),
+            ],
         ]
         for ids in orders {
             let expected = try ids.map { try table.snapshot(for: $0) }
