@@ -415,18 +415,20 @@ public final class ModelContext {
             }
             return model
         }
+        // By the identifier's scope first (`entity(of:)` keeps the last one): comparing
+        // `known`'s name with the identifier's copied both strings for every model.
         let entity: Schema.Entity
-        if let known, known.name == id.entityName {
-            entity = known
-        } else if let found = self.entity(of: id) {
+        if let found = self.entity(of: id) {
             entity = found
+        } else if let known, known.name == id.entityName {
+            entity = known
         } else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
         }
         let data = try ModelBackingData(entity: entity, snapshot: snapshot)
         let model = entity.modelType.init(backingData: data)
         data.context = self
-        registered[id] = model
+        registered.register(model, data: data, for: id)
         return model
     }
 }

@@ -46,6 +46,14 @@ struct ModelRegistry {
         }
     }
 
+    /// Registers `model`, whose backing data is `data`, in place of any model registered
+    /// for `id`: as the subscript does, without asking the model for its backing data
+    /// through the protocol.
+    mutating func register(_ model: any PersistentModel, data: ModelBackingData, for id: PersistentIdentifier) {
+        registrations &+= 1
+        entries[id] = Entry(model: model, data: ObjectIdentifier(data))
+    }
+
     /// Registers `model` and returns the model that was registered for `id` before, if any.
     mutating func updateValue(_ model: any PersistentModel, forKey id: PersistentIdentifier) -> (
         any PersistentModel
