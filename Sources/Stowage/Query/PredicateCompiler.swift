@@ -71,7 +71,7 @@ struct PredicateCompiler {
         switch fastCompiler(for: expression) {
         case .some(let fast):
             // The cached compiler was made for exactly this expression type.
-            return try Self.callFast(fast, on: expression, into: &compiler)
+            return try Self.callFast(fast.compile, on: expression, into: &compiler)
         case .none:
             return try compiler.compile(expression).0
         }
@@ -80,21 +80,29 @@ struct PredicateCompiler {
     /// Compiles the fast expression whose value `pointer` points at.
     typealias FastCompile = @Sendable (UnsafeRawPointer, inout PredicateCompiler) throws -> QueryExpression
 
+    /// A fast compiler, held by a class: a closure kept in a dictionary directly is stored
+    /// at the dictionary's generic abstraction, and taking it out allocated a thunk on
+    /// every fetch, which every call then went through.
+    final class FastCompiler: Sendable {
+        let compile: FastCompile
+        init(_ compile: @escaping FastCompile) { self.compile = compile }
+    }
+
     /// Whether each predicate expression type compiles on the fast path, and how, found
     /// once per type: the conditional conformance check behind `as? any
     /// FastQueryCompilable` was about a twentieth of a point fetch.
-    private static let fastCompilers = Mutex<[ObjectIdentifier: FastCompile?]>([:])
+    private static let fastCompilers = Mutex<[ObjectIdentifier: FastCompiler?]>([:])
 
     /// The fast compiler for the dynamic type of `expression`, or `nil` when that type
     /// takes the general path.
     static func fastCompiler<Expression: StandardPredicateExpression<Bool>>(for expression: Expression)
-        -> FastCompile?
+        -> FastCompiler?
     {
         // The existential argument is opened: `Expression` is the expression's own type.
         let key = ObjectIdentifier(Expression.self)
         if let known = fastCompilers.withLock({ $0[key] }) { return known }
-        var made: FastCompile?
-        if let fast = expression as? any FastQueryCompilable { made = makeFastCompile(fast) }
+        var made: FastCompiler?
+        if let fast = expression as? any FastQueryCompilable { made = FastCompiler(makeFastCompile(fast)) }
         fastCompilers.withLock { $0[key] = .some(made) }
         return made
     }
