@@ -14,39 +14,49 @@ extension ModelContext {
     /// - Complexity: O(*n*) in the records the store scans, plus sorting.
     @inlinable
     public func fetch<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [T] {
-        let found = try fetchModels(ErasedFetchDescriptor(descriptor)) { store, editingState, query in
-            try store.fetch(DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
-                .fetchedSnapshots
-        }
         var models: [T] = []
-        models.reserveCapacity(found.count)
-        for model in found {
-            if let typed = model as? T { models.append(typed) }
-        }
+        try fetchModels(
+            ErasedFetchDescriptor(descriptor),
+            storeFetch: { store, editingState, query in
+                try store.fetch(
+                    DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query)
+                ).fetchedSnapshots
+            },
+            reserve: { models.reserveCapacity($0) },
+            append: { if let typed = $0 as? T { models.append(typed) } })
         return models
     }
 
-    /// The models that match `descriptor`, as ``fetch(_:)`` returns them. `storeFetch` asks
-    /// a store that keeps no ``SnapshotTable`` through its generic request.
+    /// The models that match `descriptor`, as ``fetch(_:)`` returns them, handed to
+    /// `append` in order after `reserve` is told how many there are: the caller's typed
+    /// array is the only one made (an array of existentials in between cost an
+    /// allocation a fetch). `storeFetch` asks a store that keeps no ``SnapshotTable``
+    /// through its generic request.
     @usableFromInline
     func fetchModels(
         _ descriptor: ErasedFetchDescriptor,
-        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
-    ) throws -> [any PersistentModel] {
+        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot],
+        reserve: (Int) -> Void, append: (any PersistentModel) -> Void
+    ) throws {
         let (snapshots, entity) = try fetchSnapshotsAndEntity(descriptor, storeFetch: storeFetch)
-        var models: [any PersistentModel] = []
-        models.reserveCapacity(snapshots.count)
+        reserve(snapshots.count)
+        // The models are gathered once more only for prefetching relationships.
+        let prefetching = !descriptor.prefetch.isEmpty
+        var all: [any PersistentModel] = []
+        if prefetching { all.reserveCapacity(snapshots.count) }
         for snapshot in snapshots {
-            if hasChanges, let model = lookUp(snapshot.persistentIdentifier),
+            let model: any PersistentModel
+            if hasChanges, let changed = lookUp(snapshot.persistentIdentifier),
                 hasPendingChanges(snapshot.persistentIdentifier)
             {
-                models.append(model)
-                continue
+                model = changed
+            } else {
+                model = try materialize(snapshot, entity: entity)
             }
-            models.append(try materialize(snapshot, entity: entity))
+            append(model)
+            if prefetching { all.append(model) }
         }
-        try prefetch(descriptor.prefetch, of: models)
-        return models
+        if prefetching { try prefetch(descriptor.prefetch, of: all) }
     }
 
     /// How many models match a descriptor, without loading them.
