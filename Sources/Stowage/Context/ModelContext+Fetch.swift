@@ -207,7 +207,9 @@ extension ModelContext {
     }
 
     /// Loads the models of the given relationships for `models`, one store request per
-    /// relationship.
+    /// relationship, and keeps each loaded model as long as a model that refers to it
+    /// lives (``prefetchedByOwner``): the identity map alone does not keep a model, and
+    /// models loaded and let go at once were freed before the relationship was read.
     func prefetch(_ keyPaths: [AnyKeyPath], of models: [any PersistentModel]) throws {
         guard !keyPaths.isEmpty, let first = models.first else { return }
         let entity = first.persistentBackingData.entity
@@ -219,8 +221,13 @@ extension ModelContext {
                     ids.append(ref.id)
                 }
             }
-            for snapshot in try loadSnapshots(ids).values {
-                _ = try materialize(snapshot)
+            var loaded: [PersistentIdentifier: any PersistentModel] = [:]
+            for (id, snapshot) in try loadSnapshots(ids) { loaded[id] = try materialize(snapshot) }
+            guard !loaded.isEmpty else { continue }
+            for model in models {
+                let held = model.persistentBackingData.references(at: property.index).compactMap { loaded[$0.id] }
+                guard !held.isEmpty else { continue }
+                prefetchedByOwner[ObjectIdentifier(model.persistentBackingData), default: []].append(contentsOf: held)
             }
         }
     }

@@ -79,6 +79,12 @@ public final class ModelContext {
     /// identity map keeps no unchanged model alive: without these, a loop over many
     /// items that share a few parents would load each parent again for every item.
     var recentlyResolved: [any PersistentModel] = []
+    /// The related models ``FetchDescriptor/relationshipKeyPathsForPrefetching`` loaded,
+    /// by the backing data of the model that refers to them: they stay loaded (and
+    /// registered) as long as that model lives, as the identity map does not keep them.
+    /// `@exclusivity(unchecked)`: every model's deinit reads it, and no access to it calls
+    /// out (a removed entry is moved out and freed after the access).
+    @exclusivity(unchecked) var prefetchedByOwner: [ObjectIdentifier: [any PersistentModel]] = [:]
     var recentlyResolvedNext = 0
     static let recentlyResolvedCapacity = 1024
     /// Each model type's entity and store, found once (`route(_:)`).

@@ -85,8 +85,14 @@ public final class ModelBackingData {
     /// Takes the model out of its context's registry, which does not keep it alive: the
     /// model is going away with its backing data.
     deinit {
-        guard let link = contextLink, let id = assignedID, let context = link.context else { return }
-        context.registered.forget(id, data: ObjectIdentifier(self))
+        guard let link = contextLink, let context = link.context else { return }
+        if let id = assignedID { context.registered.forget(id, data: ObjectIdentifier(self)) }
+        // The related models prefetched for this one go with it. Taken out first and let
+        // go after: freeing them runs their own deinits, which look at the same table.
+        if !context.prefetchedByOwner.isEmpty {
+            let released = context.prefetchedByOwner.removeValue(forKey: ObjectIdentifier(self))
+            withExtendedLifetime(released) {}
+        }
     }
 
     /// The slot at `index`, `.unset` when nothing was written yet.
