@@ -37,7 +37,6 @@ extension ModelContext {
         var plain = descriptor
         plain.includePendingChanges = false
         let ids = try fetchIdentifiers(plain)
-        let entity = try route(T.self).0
         let size = max(1, batchSize)
         var start = 0
         while start < ids.count {
@@ -69,7 +68,7 @@ extension ModelContext {
                         model = registeredMeanwhile
                     } else {
                         guard let snapshot = snapshots[next] else { continue }
-                        model = try materialize(snapshot, entity: entity, knownUnregistered: true)
+                        model = try materialize(snapshot, knownUnregistered: true)
                         known = registered.registrations
                         loaded.append(id)
                     }

@@ -38,7 +38,7 @@ extension ModelContext {
         storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot],
         reserve: (Int) -> Void, append: (any PersistentModel) -> Void
     ) throws {
-        let (snapshots, entity) = try fetchSnapshotsAndEntity(descriptor, storeFetch: storeFetch)
+        let snapshots = try fetchSnapshots(descriptor, storeFetch: storeFetch)
         reserve(snapshots.count)
         // The models are gathered once more only for prefetching relationships.
         let prefetching = !descriptor.prefetch.isEmpty
@@ -51,7 +51,7 @@ extension ModelContext {
             {
                 model = changed
             } else {
-                model = try materialize(snapshot, entity: entity)
+                model = try materialize(snapshot)
             }
             append(model)
             if prefetching { all.append(model) }
@@ -144,23 +144,15 @@ extension ModelContext {
         _ descriptor: ErasedFetchDescriptor,
         storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
     ) throws -> [DefaultSnapshot] {
-        try fetchSnapshotsAndEntity(descriptor, storeFetch: storeFetch).snapshots
-    }
-
-    /// ``fetchSnapshots(_:storeFetch:)``, and the entity it routed the fetch by.
-    func fetchSnapshotsAndEntity(
-        _ descriptor: ErasedFetchDescriptor,
-        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
-    ) throws -> (snapshots: [DefaultSnapshot], entity: Schema.Entity) {
         let (entity, store) = try route(descriptor.modelType)
         let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
         guard descriptor.includePendingChanges, hasPendingChanges(forEntity: query.entity.name) else {
             // Straight to the one table-keeping store when there is one, without the generic
             // request and result.
             if let tableStore = container.onlyTableStore {
-                return (try tableStore.withTable { try $0.fetch(query) }, entity)
+                return try tableStore.withTable { try $0.fetch(query) }
             }
-            return (try storeFetch(store, editingState, query), entity)
+            return try storeFetch(store, editingState, query)
         }
         // Fetch without the window, replace what this context has changed, then sort and cut.
         var unwindowed = query
@@ -203,7 +195,7 @@ extension ModelContext {
         }
         let start = min(query.offset, merged.count)
         let end = query.limit.map { Swift.min(merged.count, start + $0) } ?? merged.count
-        return (Array(merged[start..<end]), entity)
+        return Array(merged[start..<end])
     }
 
     /// Loads the models of the given relationships for `models`, one store request per

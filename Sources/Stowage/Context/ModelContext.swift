@@ -79,14 +79,14 @@ public final class ModelContext {
     /// identity map keeps no unchanged model alive: without these, a loop over many
     /// items that share a few parents would load each parent again for every item.
     var recentlyResolved: [any PersistentModel] = []
+    var recentlyResolvedNext = 0
+    static let recentlyResolvedCapacity = 1024
     /// The related models ``FetchDescriptor/relationshipKeyPathsForPrefetching`` loaded,
     /// by the backing data of the model that refers to them: they stay loaded (and
     /// registered) as long as that model lives, as the identity map does not keep them.
     /// `@exclusivity(unchecked)`: every model's deinit reads it, and no access to it calls
     /// out (a removed entry is moved out and freed after the access).
     @exclusivity(unchecked) var prefetchedByOwner: [ObjectIdentifier: [any PersistentModel]] = [:]
-    var recentlyResolvedNext = 0
-    static let recentlyResolvedCapacity = 1024
     /// Each model type's entity and store, found once (`route(_:)`).
     /// `@exclusivity(unchecked)`: read on every fetch, written only by `route(_:)`, which
     /// calls nothing that could touch it while it writes.
@@ -357,16 +357,16 @@ public final class ModelContext {
     /// - Throws: ``SwiftDataError/missingModel`` when no record has the identifier.
     public func existingModel(for id: PersistentIdentifier) throws -> any PersistentModel {
         if let model = lookUp(id) { return model }
-        guard let entity = entity(of: id) else {
+        guard entity(of: id) != nil else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
         }
-        guard !id.isTemporary, let model = resolveModel(for: id, entity: entity) else {
+        guard !id.isTemporary, let model = resolveModel(for: id) else {
             throw SwiftDataError(.missingModel, "no \(id.entityName) has the identifier \(id)")
         }
         return model
     }
 
-    func resolveModel(for id: PersistentIdentifier, entity: Schema.Entity?) -> (any PersistentModel)? {
+    func resolveModel(for id: PersistentIdentifier) -> (any PersistentModel)? {
         if let model = lookUp(id) { return model }
         if deletedModels[id] != nil || id.isTemporary { return nil }
         // One identifier: straight from the one table-keeping store when there is one, else
@@ -378,7 +378,7 @@ public final class ModelContext {
             snapshot = (try? loadSnapshotsInOrder([id]))?.first ?? nil
         }
         guard let snapshot else { return nil }
-        return try? materialize(snapshot, entity: entity, knownUnregistered: true)
+        return try? materialize(snapshot, knownUnregistered: true)
     }
 
     /// The stored snapshots of `ids`, in their order (`nil` for a missing record): without
@@ -410,10 +410,9 @@ public final class ModelContext {
     }
 
     /// The registered model for a snapshot, refreshed if it has no unsaved changes, or a
-    /// new model registered for it.
-    func materialize(
-        _ snapshot: DefaultSnapshot, entity known: Schema.Entity? = nil, knownUnregistered: Bool = false
-    ) throws -> any PersistentModel {
+    /// new model registered for it. The entity is found by the identifier's scope
+    /// (``entity(of:)`` keeps the last one), not by comparing or hashing its name.
+    func materialize(_ snapshot: DefaultSnapshot, knownUnregistered: Bool = false) throws -> any PersistentModel {
         let id = snapshot.persistentIdentifier
         if !knownUnregistered, let model = registered[id] {
             if !hasPendingChanges(id) {
@@ -421,14 +420,7 @@ public final class ModelContext {
             }
             return model
         }
-        // By the identifier's scope first (`entity(of:)` keeps the last one): comparing
-        // `known`'s name with the identifier's copied both strings for every model.
-        let entity: Schema.Entity
-        if let found = self.entity(of: id) {
-            entity = found
-        } else if let known, known.name == id.entityName {
-            entity = known
-        } else {
+        guard let entity = self.entity(of: id) else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
         }
         let data = try ModelBackingData(entity: entity, snapshot: snapshot)

@@ -409,15 +409,9 @@ struct PendingWrites {
     let firstNewKey: Int64
     /// The position in `inOrder` of the write of key `firstNewKey + i`.
     private var newPositions: [Int] = []
-    /// The positions of writes to other keys: the updates, and inserts that upsert.
-    private var positions: [StoredKey: Int] = [:]
-
-    /// A stored record's primary key, hashed with one mix instead of `Hasher`: keys are
-    /// assigned by the store, and an update save hashes one per record.
-    private struct StoredKey: Hashable {
-        let key: Int64
-        func _rawHashValue(seed: Int) -> Int { keyHash(UInt64(bitPattern: key), seed: seed) }
-    }
+    /// The positions of writes to other keys: the updates, and inserts that upsert. An
+    /// update save hashes one key per record, with one mix instead of `Hasher`.
+    private var positions: [StoreNumber: Int] = [:]
 
     init(firstNewKey: Int64) { self.firstNewKey = firstNewKey }
 
@@ -437,7 +431,7 @@ struct PendingWrites {
         if key >= firstNewKey, key - firstNewKey < Int64(newPositions.count) {
             found = newPositions[Int(key - firstNewKey)]
         } else {
-            found = positions[StoredKey(key: key)]
+            found = positions[StoreNumber(key)]
         }
         guard let found, inOrder[found].id == id else { return nil }
         return found
@@ -466,7 +460,7 @@ struct PendingWrites {
         if write.key >= firstNewKey, write.key - firstNewKey == Int64(newPositions.count) {
             newPositions.append(inOrder.count - 1)
         } else {
-            positions[StoredKey(key: write.key)] = inOrder.count - 1
+            positions[StoreNumber(write.key)] = inOrder.count - 1
         }
     }
 }

@@ -20,24 +20,19 @@ extension ModelBackingData {
 
     /// Resolves a reference to its model: the model itself, or the one the context has or
     /// fetches for the identifier. Deleted and missing models resolve to `nil`.
-    func resolve(_ ref: RelatedReference, destination: Schema.Entity?) -> (any PersistentModel)? {
+    func resolve(_ ref: RelatedReference) -> (any PersistentModel)? {
         switch ref {
         case .model(let model):
             return model.persistentBackingData.isDeleted ? nil : model
         case .id(let id):
-            guard let context, let model = context.resolveModel(for: id, entity: destination) else { return nil }
+            guard let context, let model = context.resolveModel(for: id) else { return nil }
             context.keepResolved(model)
             return model
         }
     }
 
-    func destinationEntity(at index: Int) -> Schema.Entity? {
-        entity.properties[index].relationship?.destinationType.map(EntityRegistry.entity(for:))
-    }
-
     func resolvedModels(at index: Int) -> [any PersistentModel] {
-        let destination = destinationEntity(at: index)
-        return references(at: index).compactMap { resolve($0, destination: destination) }
+        references(at: index).compactMap { resolve($0) }
     }
 
     func relatedModels<Value: PersistentModel>(_ keyPath: AnyKeyPath, as type: Value.Type, owner: any PersistentModel)
@@ -70,9 +65,8 @@ extension ModelBackingData {
             }
         }
         guard entity.inverse(ofPropertyAt: index) != nil else { return }
-        let destination = destinationEntity(at: index)
         for ref in old where !seen.contains(ref.id) {
-            if let model = resolve(ref, destination: destination) {
+            if let model = resolve(ref) {
                 unlinkInverse(of: index, on: model, from: persistentModelID)
             }
         }
@@ -90,7 +84,7 @@ extension ModelBackingData {
         if inverse.property.relationship?.isToOne == true {
             if let previous = other.references(at: q).first, previous.id != ownerID {
                 // The model leaves its previous owner's relationship.
-                if let previousOwner = other.resolve(previous, destination: entity) {
+                if let previousOwner = other.resolve(previous) {
                     let prev = previousOwner.persistentBackingData
                     prev.setReferences(
                         prev.references(at: index).filter { $0.id != model.persistentModelID }, at: index)

@@ -87,11 +87,10 @@ public final class ModelBackingData {
     deinit {
         guard let link = contextLink, let context = link.context else { return }
         if let id = assignedID { context.registered.forget(id, data: ObjectIdentifier(self)) }
-        // The related models prefetched for this one go with it. Taken out first and let
-        // go after: freeing them runs their own deinits, which look at the same table.
+        // The related models prefetched for this one go with it, freed once the removal has
+        // returned: their own deinits look at the same table.
         if !context.prefetchedByOwner.isEmpty {
-            let released = context.prefetchedByOwner.removeValue(forKey: ObjectIdentifier(self))
-            withExtendedLifetime(released) {}
+            _ = context.prefetchedByOwner.removeValue(forKey: ObjectIdentifier(self))
         }
     }
 

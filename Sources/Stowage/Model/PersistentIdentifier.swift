@@ -146,6 +146,14 @@ func keyHash(_ key: UInt64, seed: Int) -> Int {
     return Int(bitPattern: UInt(truncatingIfNeeded: x ^ (x &>> 31)))
 }
 
+/// A 64-bit number a store assigns (a primary key, a file offset) as a dictionary key,
+/// hashed with ``keyHash(_:seed:)`` instead of `Hasher`.
+struct StoreNumber: Hashable {
+    let value: Int64
+    init(_ value: Int64) { self.value = value }
+    func _rawHashValue(seed: Int) -> Int { keyHash(UInt64(bitPattern: value), seed: seed) }
+}
+
 /// The part of an identifier that many identifiers share: an entity, a store, and whether
 /// the key is temporary. Each distinct one is made once and lives for the process, so an
 /// identifier refers to it without reference counting.

@@ -211,14 +211,9 @@ struct BlockCache {
     var misses = 0
     private var nodes: [Node] = []
     private var free: [Int] = []
-    private var byOffset: [BlockOffset: Int] = [:]
-
-    /// A block's offset as a dictionary key, hashed with one mix instead of `Hasher`: a
-    /// read that misses the most recent block looks its block up here.
-    private struct BlockOffset: Hashable {
-        let offset: Int64
-        func _rawHashValue(seed: Int) -> Int { keyHash(UInt64(bitPattern: offset), seed: seed) }
-    }
+    /// Each cached block by its offset, hashed with one mix instead of `Hasher`: a read that
+    /// misses the most recent block looks its block up here.
+    private var byOffset: [StoreNumber: Int] = [:]
     /// Most recently used first.
     private var head = -1
     private var tail = -1
@@ -231,7 +226,7 @@ struct BlockCache {
         // Reads in key order stay in one block for a while: the most recent one needs no
         // look-up.
         if head >= 0, nodes[head].offset == offset { return nodes[head].block }
-        guard let i = byOffset[BlockOffset(offset: offset)] else { return nil }
+        guard let i = byOffset[StoreNumber(offset)] else { return nil }
         if head != i {
             unlink(i)
             pushFront(i)
@@ -242,7 +237,7 @@ struct BlockCache {
     /// Caches a block, then evicts from the least recently used end until within the
     /// capacity. A block larger than the whole capacity is not kept.
     mutating func put(_ offset: Int64, _ block: CachedBlock) {
-        if let i = byOffset.removeValue(forKey: BlockOffset(offset: offset)) { remove(i) }
+        if let i = byOffset.removeValue(forKey: StoreNumber(offset)) { remove(i) }
         let cost = block.cost
         guard cost <= capacity else { return }
         let node = Node(offset: offset, block: block, cost: cost, previous: -1, next: -1)
@@ -254,7 +249,7 @@ struct BlockCache {
             nodes.append(node)
             i = nodes.count - 1
         }
-        byOffset[BlockOffset(offset: offset)] = i
+        byOffset[StoreNumber(offset)] = i
         used += cost
         pushFront(i)
         evict()
@@ -263,7 +258,7 @@ struct BlockCache {
     /// Keeps a write a read decoded, if its block is still cached, and evicts as needed.
     mutating func setDecoded(_ offset: Int64, slot: Int, _ snapshot: DefaultSnapshot, cost: Int) {
         // A block never pushes itself out: past the capacity it keeps its bytes only.
-        guard let i = byOffset[BlockOffset(offset: offset)], slot < nodes[i].block.decoded.count,
+        guard let i = byOffset[StoreNumber(offset)], slot < nodes[i].block.decoded.count,
             nodes[i].block.decoded[slot] == nil,
             nodes[i].cost + cost <= capacity
         else { return }
@@ -276,7 +271,7 @@ struct BlockCache {
     private mutating func evict() {
         while used > capacity, tail >= 0 {
             let last = tail
-            byOffset[BlockOffset(offset: nodes[last].offset)] = nil
+            byOffset[StoreNumber(nodes[last].offset)] = nil
             remove(last)
         }
     }
