@@ -104,8 +104,8 @@ struct EncodedValuesTests {
     }
 
     /// A save leaves each inserted model holding its own values, whichever store it went
-    /// to, when models of two stores are inserted interleaved: the models take their saved
-    /// snapshots' arrays by position in each store's list.
+    /// to, when models of two stores are inserted interleaved (each store's snapshots share
+    /// the arrays of its own models).
     @Test func modelsOfTwoStoresKeepTheirOwnValuesAfterASave() throws {
         let schema = Schema([Reading.self, Dial.self])
         let readings = MemoryStoreConfiguration(name: "readings", schema: Schema([Reading.self]))

@@ -43,7 +43,6 @@ extension ModelContext {
                 insertPositions[try storeIndex(insertedOrder[position]), default: []].append(position)
             }
         }
-        adoptSnapshotValues(inserted, at: insertPositions)
         for id in changedOrder where deletions[id] == nil {
             guard let model = changedModels[id] else { continue }
             updated[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
@@ -89,19 +88,6 @@ extension ModelContext {
             }
         }
         finishSave(deletions: deletions, newIdentifiers: newIdentifiers, reregister: reregister)
-    }
-
-    /// Each inserted model keeps the values array its snapshot made, not a second copy of
-    /// the same values (`ModelBackingData.adoptSavedValues`). This runs once every snapshot
-    /// is made, before the store's work: the copies, made one after another, keep their
-    /// locality, and the store's encoding and index building reuse the models' freed
-    /// arrays instead of taking more memory.
-    func adoptSnapshotValues(_ inserted: [Int: [DefaultSnapshot]], at positions: [Int: [Int]]) {
-        for (index, snapshots) in inserted {
-            for (position, snapshot) in zip(positions[index] ?? [], snapshots) {
-                insertedModels[position].persistentBackingData.adoptSavedValues(snapshot.values)
-            }
-        }
     }
 
     /// Works out every model the save deletes, and applies `.nullify`, before anything is

@@ -101,15 +101,6 @@ public final class ModelBackingData {
         return .encoded(encodedValues[index])
     }
 
-    /// Keeps the array of values a save's snapshot of this model holds in place of the
-    /// model's own, which it frees: the values are the same (nothing writes to the model
-    /// during a save), and a later write copies the array before changing it, so the
-    /// saved record never sees that write. Only in values mode, with every value set.
-    func adoptSavedValues(_ values: [SnapshotValue]) {
-        guard slots.isEmpty, unsetValues == 0, encodedValues.count == values.count else { return }
-        encodedValues = values
-    }
-
     /// Sizes the slots before a write; values held encoded move into them as they are.
     func ensureSlots() {
         if !encodedValues.isEmpty {
@@ -205,27 +196,14 @@ public final class ModelBackingData {
     /// - Throws: ``SwiftDataError`` `.unsupportedValue` if a value cannot be encoded.
     func snapshot() throws -> DefaultSnapshot {
         if slots.isEmpty, unsetValues == 0, !encodedValues.isEmpty, encodedValues.count == entity.properties.count {
-            // Values mode: the values are already in the store's form. They are copied into
-            // a new array all the same: a store keeps the snapshots of a save, and arrays
-            // made one after another in a save lie together in memory, where the model's own
-            // lie among its other objects. Sharing the model's array saved 250 MB at a 1M
-            // insert, but made scans of the store's snapshots 13-18% slower (100k rows: a
-            // full enumerate 82 -> 93 ms, an unindexed count 61 -> 72 ms).
-            //
-            // Once a save has made every snapshot, the model takes its copy in place of its
-            // own (`adoptSavedValues`), so that the two hold one array between them. Not
-            // here: freeing each model's own array while the save made the copies let the
-            // copies reuse those holes, among the models' other objects, and lost the
-            // copies' locality (closing a 100k store took 80 ms instead of 45).
-            //
-            // A stored model's changed values are saved as they are, without that copy: its
-            // first write already copied them out of the store's array, among the other
-            // allocations of the app's loop, and copying again touched each string's
-            // reference count once more (about 4% of an update of 10% of 1M rows).
-            let id = persistentModelID
-            if !id.isTemporary { return DefaultSnapshot(persistentIdentifier: id, values: encodedValues) }
-            return DefaultSnapshot(
-                persistentIdentifier: id, values: encodedValues.withUnsafeBufferPointer { Array($0) })
+            // Values mode: the values are already in the store's form, and the snapshot
+            // shares the model's array (a later write to the model copies it first). A copy
+            // here, made so that a store's snapshots lie together in memory, cost a 1M-row
+            // insert 190 MB of peak memory (the models' own arrays were freed among their
+            // other objects, where the heap cannot give the room back) and bought no
+            // enumerate speed that the benchmark could tell from noise (1M rows: 636 ms
+            // sharing, 779 ms copying, in one run of each).
+            return DefaultSnapshot(persistentIdentifier: persistentModelID, values: encodedValues)
         }
         var values: [SnapshotValue] = []
         let kinds = entity.slotKinds
