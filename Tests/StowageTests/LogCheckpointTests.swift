@@ -364,6 +364,52 @@ struct LogCheckpointTests {
         #expect(reopened.withTable { $0.count } == 30 + (operation == .write ? 1 : 0))
     }
 
+    /// The payload a store writes, straight from its table, is the bytes of the checkpoint
+    /// copied out of that table: for several entities after updates and deletes, with and
+    /// without the key directory (versions 4 and 3), and with external value references.
+    @Test func thePayloadWrittenFromTheTableIsTheCheckpointsEncoding() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let opened = try Self.open(directory.storeURL)
+        try Self.fill(opened, people: 70, chores: 90)
+        let store = opened.store
+        for version: UInt16 in [3, 4] {
+            let map = store.map.with(formatVersion: version)
+            try store.withTable { table in
+                let checkpoint = try LogCheckpoint(table, transactionID: 9, map: map, versions: 321)
+                let payload = try LogCheckpoint.payload(of: table, transactionID: 9, map: map, versions: 321)
+                let same = payload == checkpoint.encode()
+                #expect(same, "version \(version): \(payload.count) bytes written from the table")
+                #expect(
+                    try LogCheckpoint.decode(payload, schema: store.storedSchema, formatVersion: version) == checkpoint)
+                #expect(checkpoint.entities.count == 2)
+                #expect(checkpoint.entities.allSatisfy { !$0.indexes.isEmpty && !$0.keys.isEmpty })
+                #expect((checkpoint.entities.first?.locations?.isEmpty == false) == (version == 4))
+            }
+        }
+
+        let blobs = directory.url.appendingPathComponent("blobs.store")
+        let schema = Schema([IndexedBlob.self])
+        let container = try ModelContainer(
+            for: schema, configurations: [LogStoreConfiguration(schema: schema, url: blobs)])
+        let blobStore = try #require(container.storesForTesting.first as? LogStore)
+        let context = ModelContext(container)
+        for i in 0..<5 {
+            context.insert(IndexedBlob(label: "blob \(i)", bytes: LogExternalStorageTests.payload(UInt8(i))))
+        }
+        try context.save()
+        let external = blobStore.writer.withLock { $0.external }
+        #expect(external.count == 5)
+        try blobStore.withTable { table in
+            let checkpoint = try LogCheckpoint(table, transactionID: 2, map: blobStore.map, external: external)
+            let references = checkpoint.entities.first?.external?.flatMap { $0 }.compactMap { $0 }
+            #expect(references?.count == 5)
+            let payload = try LogCheckpoint.payload(of: table, transactionID: 2, map: blobStore.map, external: external)
+            let same = payload == checkpoint.encode()
+            #expect(same, "\(payload.count) bytes written from the table")
+        }
+    }
+
     @Test func theCodecRoundTripsAndRefusesBadPayloads() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }

@@ -28,6 +28,12 @@ public struct RecordLocation: Hashable, Sendable, CustomStringConvertible {
 public enum StoredRow: Sendable {
     case snapshot(DefaultSnapshot)
     case location(RecordLocation)
+
+    /// Where the record is, for a row held by location.
+    var recordLocation: RecordLocation? {
+        if case .location(let location) = self { return location }
+        return nil
+    }
 }
 
 /// Reads back the records a table holds by location. A ``LogStore`` of format version 4

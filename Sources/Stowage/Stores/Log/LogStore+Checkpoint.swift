@@ -45,13 +45,13 @@ extension LogStore {
     /// and no save pending; syncing is the caller's business.
     func appendCheckpoint(_ w: inout WriterState) throws {
         let version = w.formatVersion
-        let checkpoint = try table.withLock {
-            try LogCheckpoint(
-                $0, transactionID: w.lastCommitTransaction, map: map.with(formatVersion: version),
+        let payload = try table.withLock {
+            try LogCheckpoint.payload(
+                of: $0, transactionID: w.lastCommitTransaction, map: map.with(formatVersion: version),
                 versions: w.versions, external: w.external)
         }
         let start = w.end
-        try append(&w, type: .checkpoint, payload: checkpoint.encode())
+        try append(&w, type: .checkpoint, payload: payload)
         w.checkpointBytes += w.end - start
         w.lastCheckpointBytes = w.end - start
         w.lastCheckpointEnd = w.end

@@ -160,11 +160,10 @@ extension LogStore {
                 rebuilt.replaceRows(newRows, source: newReader)
             }
             if source.count > 0 {
-                let checkpoint = try LogCheckpoint(
-                    rebuilt, transactionID: lastTransaction, map: newMap, versions: Int64(source.count),
+                let payload = try LogCheckpoint.payload(
+                    of: rebuilt, transactionID: lastTransaction, map: newMap, versions: Int64(source.count),
                     external: external)
-                let record = LogFormat.frame(
-                    type: .checkpoint, payload: checkpoint.encode(), salt: header.salt, offset: end)
+                let record = LogFormat.frame(type: .checkpoint, payload: payload, salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
                 checkpointBytes = Int64(record.count)
                 end += Int64(record.count)
