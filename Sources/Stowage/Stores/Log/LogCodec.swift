@@ -316,7 +316,9 @@ struct LogEncodedCommit {
     /// The blocks whose contents were kept, at their file offsets once the record is at
     /// `offset`, with the snapshots of their writes (`writes`, in write order): for the
     /// record cache.
-    func cachedBlocks(recordOffset offset: Int64, writes: [DefaultSnapshot]) -> [(
+    func cachedBlocks(
+        recordOffset offset: Int64, writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)]
+    ) -> [(
         offset: Int64, block: CachedBlock
     )] {
         var result: [(offset: Int64, block: CachedBlock)] = []
@@ -328,7 +330,8 @@ struct LogEncodedCommit {
                 (
                     fileOffset(block, recordOffset: offset),
                     CachedBlock(
-                        length: length, slots: block.slots, decoded: Array(writes[first..<first + block.writes]))
+                        length: length, slots: block.slots,
+                        decoded: writes[first..<first + block.writes].map(\.snapshot))
                 ))
         }
         return result

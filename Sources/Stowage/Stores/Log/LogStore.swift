@@ -295,7 +295,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
                 // The table holds where the writes are; the cache holds what they are.
                 prepared.storedRows = encoded.locations(recordOffset: start).map { StoredRow.location($0) }
                 reader?.remember(
-                    encoded.cachedBlocks(recordOffset: start, writes: commit.writes.map { $0.snapshot }))
+                    encoded.cachedBlocks(recordOffset: start, writes: commit.writes))
             }
         } catch {
             // Pieces of a commit that failed are cut off the end of the file again.
