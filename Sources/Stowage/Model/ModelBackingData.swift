@@ -200,9 +200,10 @@ public final class ModelBackingData {
             // shares the model's array (a later write to the model copies it first). A copy
             // here, made so that a store's snapshots lie together in memory, cost a 1M-row
             // insert 190 MB of peak memory (the models' own arrays were freed among their
-            // other objects, where the heap cannot give the room back) and bought no
-            // enumerate speed that the benchmark could tell from noise (1M rows: 636 ms
-            // sharing, 779 ms copying, in one run of each).
+            // other objects, where the heap cannot give the room back) and bought little
+            // speed: in an interleaved benchmark A/B at 1M rows, enumerate took 617 and 670 ms
+            // copying, 641 and 653 sharing; equality fetches and an unindexed count were 5-6%
+            // slower sharing, within the machine's run-to-run spread.
             return DefaultSnapshot(persistentIdentifier: persistentModelID, values: encodedValues)
         }
         var values: [SnapshotValue] = []

@@ -98,16 +98,19 @@ struct LogCheckpoint: Equatable {
         return writer.w.bytes
     }
 
+    private typealias LiveEntity = (
+        entityIndex: Int, records: SnapshotTable.EntityRecords, references: [[LogExternalReference?]]?
+    )
+
     /// The entities of `table` with a live record, in `map`'s order, with their external
     /// value references (version 4, for an entity with external-storage properties: per
     /// record in key order, per such property).
     /// - Throws: for version 4, when a record is not held by location.
     private static func liveEntities(
         _ table: SnapshotTable, map: LogEntityMap, external: [LogExternalSlot: LogExternalReference]
-    ) throws -> [(entityIndex: Int, records: SnapshotTable.EntityRecords, references: [[LogExternalReference?]]?)] {
+    ) throws -> [LiveEntity] {
         let directory = map.formatVersion >= 4
-        var found: [(entityIndex: Int, records: SnapshotTable.EntityRecords, references: [[LogExternalReference?]]?)] =
-            []
+        var found: [LiveEntity] = []
         for (entityIndex, name) in map.names.enumerated() {
             guard let records = table.entities[name], records.rows.count > 0 else { continue }
             guard directory else {
