@@ -6,7 +6,7 @@ extension SnapshotTable {
     /// The changes a validated save will make.
     public struct PreparedSave: Sendable {
         var deletes: [(entity: String, key: Int64)] = []
-        var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+        var writes: SaveWrites = []
         /// The permanent identifier of each inserted snapshot, in the request's order.
         public internal(set) var insertedIdentifiers: [PersistentIdentifier] = []
         /// The request's inserted snapshots, whose identifiers those replace.
@@ -36,7 +36,7 @@ extension SnapshotTable {
         public internal(set) var storedDeletes: [PersistentIdentifier] = []
         /// What each write puts in the table, by position in `writes`: `nil` puts the
         /// snapshot itself; a log store of version 4 puts where it wrote it.
-        var storedRows: [StoredRow]?
+        var storedRows: StoredRows?
         /// The stored snapshots of replaced records that the table holds by location
         /// (``SnapshotTable/loadReplaced(_:)``).
         var replaced: [RecordKey: DefaultSnapshot] = [:]
@@ -303,7 +303,7 @@ extension SnapshotTable {
         }
         for (position, (name, key, snapshot, _)) in prepared.writes.enumerated() {
             guard switchTo(name) else { continue }
-            let row = prepared.storedRows?[position] ?? .snapshot(snapshot)
+            let row = prepared.storedRows?.row(at: position) ?? .snapshot(snapshot)
             let old = current.rows.updateValue(row, forKey: key).flatMap { replacedSnapshot($0, name, key, prepared) }
             for i in current.indexes.indices {
                 // An update that leaves the indexed values alone leaves the entry alone.
@@ -331,29 +331,39 @@ extension SnapshotTable {
     }
 
     /// The records of a save of at least 1024 inserts and no deletes into entities that
-    /// hold no record, by entity in ascending key order; `nil` for any other save.
+    /// hold no record, by entity in ascending key order; `nil` for any other save. A save
+    /// to one entity hands on its arrays of keys, snapshots and locations as they are.
     func bulkInserts(_ prepared: PreparedSave) -> [String: LogReplay.Records]? {
-        guard prepared.deletes.isEmpty, prepared.writes.count >= 1024 else { return nil }
-        var result: [String: LogReplay.Records] = [:]
-        // Writes come in runs of one entity: each run's list is looked up once.
-        var name: String?
-        var run = LogReplay.Records()
-        for (position, write) in prepared.writes.enumerated() {
-            if write.entity != name {
-                if let name { result[name] = run }
-                guard let records = entities[write.entity], records.rows.isEmpty else { return nil }
-                name = write.entity
-                run = result.removeValue(forKey: write.entity) ?? LogReplay.Records()
-            }
-            guard write.isInsert, run.keys.last.map({ $0 < write.key }) ?? true else { return nil }
-            run.keys.append(write.key)
-            run.snapshots.append(write.snapshot)
-            if let rows = prepared.storedRows {
-                guard case .location(let location) = rows[position] else { return nil }
-                run.locations.append(location)
-            }
+        let writes = prepared.writes
+        guard prepared.deletes.isEmpty, writes.count >= 1024 else { return nil }
+        let locations: [RecordLocation]?
+        switch prepared.storedRows {
+        case nil: locations = nil
+        case .locations(let stored):
+            guard stored.count == writes.count else { return nil }
+            locations = stored
+        case .rows: return nil
         }
-        if let name { result[name] = run }
+        let keys = writes.keys
+        let allWrites = 0..<writes.count
+        var result: [String: LogReplay.Records] = [:]
+        for (name, positions) in writes.entityRuns {
+            guard let records = entities[name], records.rows.isEmpty else { return nil }
+            var run = result.removeValue(forKey: name) ?? LogReplay.Records()
+            var previous = run.keys.last
+            for position in positions {
+                guard writes.isInsert(at: position), previous.map({ $0 < keys[position] }) ?? true else { return nil }
+                previous = keys[position]
+            }
+            if positions == allWrites {
+                run = LogReplay.Records(keys: keys, snapshots: writes.snapshots, locations: locations ?? [])
+            } else {
+                run.keys += keys[positions]
+                run.snapshots += writes.snapshots[positions]
+                if let locations { run.locations += locations[positions] }
+            }
+            result[name] = run
+        }
         return result
     }
 

@@ -161,7 +161,7 @@ package enum ToolMaintenance {
             try fs.write(fd, start, at: 0)
             end = Int64(start.count)
             let timestamp = Int64((Date().timeIntervalSince1970 * 1000).rounded())
-            var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+            var writes: SaveWrites = []
             // External values (format version 2) keep their files: the same references.
             var external: [[LogExternalReference]] = []
             var pending = 0

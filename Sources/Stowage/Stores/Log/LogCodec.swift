@@ -238,7 +238,7 @@ struct LogCommit {
     var author: String?
     var nextPrimaryKey: Int64
     var deletes: [(entity: String, key: Int64)]
-    var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)]
+    var writes: SaveWrites
     /// External references read by ``LogCodec/decodeCommit(_:map:)``, by write position:
     /// the property's value slot holds `.null` until the store reads the file.
     var externalReferences: [Int: [LogExternalReference]] = [:]
@@ -306,6 +306,7 @@ struct LogEncodedCommit {
     /// Where each write is once the record is at `offset`, in write order (version 4).
     func locations(recordOffset offset: Int64) -> [RecordLocation] {
         var result: [RecordLocation] = []
+        result.reserveCapacity(blocks.reduce(0) { $0 + $1.writes })
         for block in blocks {
             let start = fileOffset(block, recordOffset: offset)
             for slot in 0..<block.writes { result.append(RecordLocation(blockOffset: start, slot: slot)) }
@@ -317,7 +318,7 @@ struct LogEncodedCommit {
     /// `offset`, with the snapshots of their writes (`writes`, in write order): for the
     /// record cache.
     func cachedBlocks(
-        recordOffset offset: Int64, writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)]
+        recordOffset offset: Int64, writes: SaveWrites
     ) -> [(
         offset: Int64, block: CachedBlock
     )] {
@@ -331,7 +332,7 @@ struct LogEncodedCommit {
                     fileOffset(block, recordOffset: offset),
                     CachedBlock(
                         length: length, slots: block.slots,
-                        decoded: writes[first..<first + block.writes].map(\.snapshot))
+                        decoded: writes.snapshots[first..<first + block.writes].map { $0 })
                 ))
         }
         return result
@@ -487,7 +488,7 @@ enum LogCodec {
             let entity = try entityName(try r.varint(), map)
             deletes.append((entity, try r.zigzag()))
         }
-        var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+        var writes: SaveWrites = []
         var references: [Int: [LogExternalReference]] = [:]
         let writeCount = try r.count(minimumSize: 4)
         writes.reserveCapacity(writeCount)

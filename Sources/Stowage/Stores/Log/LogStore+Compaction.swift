@@ -116,7 +116,7 @@ extension LogStore {
             end = Int64(start.count)
             dataStart = end
             let lastTransaction = w.nextTransactionID - 1
-            var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+            var writes: SaveWrites = []
             var pending = 0
             func flush(force: Bool) throws {
                 guard !writes.isEmpty || force else { return }

@@ -427,14 +427,16 @@ extension LogStore {
             for (position, references) in commit.externalReferences
             where indexedExternal[commit.writes[position].entity] == true {
                 let write = commit.writes[position]
-                for reference in references where reference.property < write.snapshot.values.count {
-                    prepared.writes[position].snapshot.values[reference.property] = .data(
+                var snapshot = write.snapshot
+                for reference in references where reference.property < snapshot.values.count {
+                    snapshot.values[reference.property] = .data(
                         try source.externalFiles.read(
                             reference, entity: write.entity, entityIndex: map.indexByName[write.entity] ?? -1,
                             key: write.key))
                 }
+                prepared.writes.setSnapshot(snapshot, at: position)
             }
-            prepared.storedRows = commit.locations.map { .location($0) }
+            prepared.storedRows = .locations(commit.locations)
             prepared.nextPrimaryKey = commit.nextPrimaryKey
             try table.loadReplaced(&prepared)
             table.apply(prepared)

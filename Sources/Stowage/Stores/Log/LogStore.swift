@@ -293,7 +293,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             }
             if located {
                 // The table holds where the writes are; the cache holds what they are.
-                prepared.storedRows = encoded.locations(recordOffset: start).map { StoredRow.location($0) }
+                prepared.storedRows = .locations(encoded.locations(recordOffset: start))
                 reader?.remember(
                     encoded.cachedBlocks(recordOffset: start, writes: commit.writes))
             }

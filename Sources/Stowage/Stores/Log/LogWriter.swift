@@ -73,7 +73,7 @@ struct LogPendingSave {
     var previousNextPrimaryKey: Int64
     /// The save's writes: the part of the undo that removes its inserts is made from them
     /// only if a sync fails, not for every save.
-    var writes: [(entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)] = []
+    var writes: SaveWrites = []
     /// Whether the table holds the writes by location (format version 4).
     var writesHeldByLocation = false
 
@@ -130,7 +130,7 @@ extension SnapshotTable {
             if prepared.storedRows != nil { undo.replaced[RecordKey(entity: entity, key: key)] = snapshot }
             remember(entity, key)
         }
-        undo.storedRows = rows
+        undo.storedRows = .rows(rows)
         undo.nextPrimaryKey = nextPrimaryKey
         return undo
     }
