@@ -98,29 +98,6 @@ struct SnapshotTableBulkTests {
         }
     }
 
-    /// The bulk load puts index keys in order where they are: the result must be what
-    /// gathering them by the order gives, for every kind of permutation.
-    @Test func permuteInPlaceMatchesGathering() {
-        var rng = SystemRandomNumberGenerator()
-        let sizes = [0, 1, 2, 3, 10, 1000]
-        for n in sizes {
-            let orders: [[Int]] = [
-                Array(0..<n), Array((0..<n).reversed()), Array(0..<n).shuffled(using: &rng),
-                // Rotations make one long cycle; swaps of neighbours make many short ones.
-                n > 0 ? Array(1..<n) + [0] : [],
-                stride(from: 0, to: n, by: 2).flatMap { $0 + 1 < n ? [$0 + 1, $0] : [$0] },
-            ]
-            for order in orders {
-                let elements = (0..<n).map { "e\($0)" }
-                var permuted = elements
-                var used = order
-                SnapshotTable.permute(&permuted, by: &used)
-                #expect(permuted == order.map { elements[$0] })
-                #expect(used.allSatisfy { $0 == -1 })
-            }
-        }
-    }
-
     /// Snapshots read in order step a cursor through the key directory while the
     /// identifiers are neighbours there; whatever the order, the answer must be what
     /// looking each identifier up gives.

@@ -206,14 +206,14 @@ extension SnapshotTable {
                     return
                 }
                 let index = indexes[task - 1]
-                var keys = zip(sorted.keys, sorted.snapshots).map { index.entryKey($0.1, primaryKey: $0.0) }
-                var order = SnapshotTable.sortedOrder(of: keys)
-                let primaryKeys = order.map { sorted.keys[$0] }
-                // The keys are put in order where they are, and the tree is built from
-                // them: no sorted copy, and no gathering copy in the tree (at 1M rows each
-                // was 40 MB for each index, two indexes building at once).
-                SnapshotTable.permute(&keys, by: &order)
-                let tree = BTree(sortedKeys: keys, values: primaryKeys)
+                // Each key is made again whenever it is needed, and never kept beside the
+                // tree: an array of them all took 40 bytes a record, 40 MB an index at 1M
+                // records with two indexes building at once, for the whole of the sort.
+                func key(_ position: Int) -> IndexKey {
+                    index.entryKey(sorted.snapshots[position], primaryKey: sorted.keys[position])
+                }
+                let order = SnapshotTable.sortedOrder(count: sorted.keys.count, key: key)
+                let tree = BTree(sortedCount: order.count) { i in (key(order[i]), sorted.keys[order[i]]) }
                 built.withLock { $0.trees[task - 1] = tree }
             }
             built.withLock { result in
@@ -230,71 +230,59 @@ extension SnapshotTable {
     /// non-unique index appends the primary key); should two be equal, the tree's own
     /// stable sort keeps the later one, as applying saves would.
     static func sortedOrder(of keys: [IndexKey]) -> [Int] {
-        if zip(keys, keys.dropFirst()).allSatisfy({ !($1 < $0) }) { return Array(keys.indices) }
+        sortedOrder(count: keys.count) { keys[$0] }
+    }
+
+    /// The positions `0..<count` in ascending order of the keys `key` makes for them
+    /// (stable), holding no array of the keys: each is made twice, and a third time if it
+    /// shares its first bytes past the common prefix with another.
+    static func sortedOrder(count: Int, key: (Int) -> IndexKey) -> [Int] {
+        guard count > 1 else { return Array(0..<count) }
+        // The least and the greatest key share the prefix that every key shares.
+        var least = key(0)
+        var greatest = least
+        var previous = least
+        var ascending = true
+        for position in 1..<count {
+            let next = key(position)
+            if next < previous { ascending = false }
+            if next < least { least = next } else if greatest < next { greatest = next }
+            previous = next
+        }
+        if ascending { return Array(0..<count) }
         // Most comparisons are settled by 8 bytes after the prefix every key shares (a
         // type tag, a common word), read as one big-endian integer and sorted beside the
         // position; only ties compare the keys.
-        var shared = keys.first?.count ?? 0
-        if let first = keys.first {
-            for key in keys.dropFirst() where shared > 0 {
-                shared = min(shared, first.sharedPrefixCount(with: key))
-            }
-        }
+        let shared = least.sharedPrefixCount(with: greatest)
         var entries: [(prefix: UInt64, index: Int)] = []
-        entries.reserveCapacity(keys.count)
-        for (index, key) in keys.enumerated() {
-            let prefix = key.withUnsafeBytes { bytes in
+        entries.reserveCapacity(count)
+        for position in 0..<count {
+            let prefix = key(position).withUnsafeBytes { bytes in
                 var prefix: UInt64 = 0
                 for i in shared..<shared + 8 {
                     prefix = prefix << 8 | UInt64(i < bytes.count ? bytes[i] : 0)
                 }
                 return prefix
             }
-            entries.append((prefix, index))
+            entries.append((prefix, position))
         }
         radixSort(&entries)
         // Runs of one prefix keep their positions' order; only they need the whole keys.
-        keys.withUnsafeBufferPointer { keys in
-            var start = 0
-            while start < entries.count {
-                var end = start + 1
-                while end < entries.count, entries[end].prefix == entries[start].prefix { end += 1 }
-                if end - start > 1 {
-                    entries[start..<end].sort { x, y in
-                        let order = IndexKey.compare(keys[x.index], keys[y.index])
-                        return order < 0 || (order == 0 && x.index < y.index)
-                    }
+        var start = 0
+        while start < entries.count {
+            var end = start + 1
+            while end < entries.count, entries[end].prefix == entries[start].prefix { end += 1 }
+            if end - start > 1 {
+                var run = entries[start..<end].map { (key: key($0.index), entry: $0) }
+                run.sort { x, y in
+                    let order = IndexKey.compare(x.key, y.key)
+                    return order < 0 || (order == 0 && x.entry.index < y.entry.index)
                 }
-                start = end
+                for (offset, element) in run.enumerated() { entries[start + offset] = element.entry }
             }
+            start = end
         }
         return entries.map(\.index)
-    }
-
-    /// Reorders `elements` in place so that position `i` holds what was at `order[i]`,
-    /// following each cycle of the permutation once; `order` is used up (every entry is
-    /// left `-1`).
-    /// - Precondition: `order` is a permutation of `elements.indices`.
-    static func permute<Element>(_ elements: inout [Element], by order: inout [Int]) {
-        precondition(order.count == elements.count, "permute needs a position for every element")
-        for start in order.indices where order[start] >= 0 {
-            if order[start] == start {
-                order[start] = -1
-                continue
-            }
-            let first = elements[start]
-            var position = start
-            while true {
-                let from = order[position]
-                order[position] = -1
-                if from == start {
-                    elements[position] = first
-                    break
-                }
-                elements[position] = elements[from]
-                position = from
-            }
-        }
     }
 
     /// Sorts by `prefix`, stably, a byte at a time from the lowest (least-significant-digit
