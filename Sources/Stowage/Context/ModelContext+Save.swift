@@ -87,6 +87,12 @@ extension ModelContext {
                 reregister.merge(result.snapshotsToReregister) { a, _ in a }
             }
         }
+        // The snapshots and positions go before the identity map is built: at a million
+        // inserts they were 32 MB at the save's highest point.
+        inserted = [:]
+        updated = [:]
+        deleted = [:]
+        insertPositions = [:]
         finishSave(deletions: deletions, newIdentifiers: newIdentifiers, reregister: reregister)
     }
 
@@ -142,21 +148,19 @@ extension ModelContext {
         deletions: [PersistentIdentifier: any PersistentModel], newIdentifiers: [PersistentIdentifier],
         reregister: [PersistentIdentifier: DefaultSnapshot]
     ) {
-        let insertedIDs = insertedOrder
         let insertedModels = insertedModels
         let updatedIDs = changedOrder
-        var settled: [any PersistentModel] = []
-        var finalInserted: [PersistentIdentifier] = []
-        settled.reserveCapacity(insertedIDs.count + updatedIDs.count)
-        finalInserted.reserveCapacity(insertedIDs.count)
+        // The lists of inserted identifiers go before the identity map is built, and the
+        // notification sends `newIdentifiers`: two copies of them were 32 MB at a million.
+        insertedOrder = []
+        insertedPositions = nil
         // Pending inserts were not in the registry: it takes them now, under their
         // permanent identifiers, sized for them all at once.
-        if registered.isEmpty, !insertedIDs.isEmpty {
-            registered = ModelRegistry(minimumCapacity: insertedIDs.count)
+        if registered.isEmpty, !insertedModels.isEmpty {
+            registered = ModelRegistry(minimumCapacity: insertedModels.count)
         }
         for (model, new) in zip(insertedModels, newIdentifiers) {
             model.persistentBackingData.persistentModelID = new
-            finalInserted.append(new)
             // Only an upsert (which the store lists to reregister) can land on an identifier
             // the context has already: a plain insert's key is new, so its look-up is skipped.
             if let snapshot = reregister[new], let existing = registered[new], existing !== model {
@@ -166,23 +170,21 @@ extension ModelContext {
             } else {
                 registered[new] = model
             }
-            settled.append(model)
         }
         for (id, snapshot) in reregister {
             if let model = registered[id] { try? model.persistentBackingData.apply(snapshot) }
         }
+        // Every inserted and updated model, once all have their permanent identifiers.
+        for model in insertedModels { model.persistentBackingData.settleReferences() }
         for id in updatedIDs {
-            if let model = changedModels[id] { settled.append(model) }
+            if let model = changedModels[id] { model.persistentBackingData.settleReferences() }
         }
-        for model in settled { model.persistentBackingData.settleReferences() }
         for (id, model) in deletions {
             registered[id] = nil
             model.persistentBackingData.context = nil
             model.persistentBackingData.isDeleted = true
         }
-        insertedOrder = []
         self.insertedModels = []
-        insertedPositions = nil
         changedOrder = []
         changedModels = [:]
         deletedOrder = []
@@ -190,7 +192,7 @@ extension ModelContext {
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [
-                NotificationKey.insertedIdentifiers.rawValue: finalInserted,
+                NotificationKey.insertedIdentifiers.rawValue: newIdentifiers,
                 NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
                 NotificationKey.deletedIdentifiers.rawValue: Array(deletions.keys),
             ])
