@@ -68,7 +68,9 @@ public final class ModelBackingData {
     func isRegistered(in context: ModelContext) -> Bool { contextLink === context.link }
     var isDeleted = false
     /// Where the next ``setInitialValue(_:forKey:)`` probably writes: the one after the last.
-    private var initialValueCursor = 0
+    /// 32 bits beside `isDeleted`, in the word it pads out: the object is then 104 bytes,
+    /// a 112-byte allocation where it was 128 (16 MB at a million models).
+    private var initialValueCursor: Int32 = 0
     /// Relationship slots filled before the model object existed; their inverses are
     /// linked when the model is first used.
     @exclusivity(unchecked) var pendingInverses: [Int] = []
@@ -444,8 +446,8 @@ public final class ModelBackingData {
     /// model object is complete.
     public func setInitialValue<Value>(_ value: Value, forKey name: String) {
         let entity = self.entity
-        guard let index = entity.propertyIndex(named: name, guess: initialValueCursor) else { return }
-        initialValueCursor = index + 1
+        guard let index = entity.propertyIndex(named: name, guess: Int(initialValueCursor)) else { return }
+        initialValueCursor = Int32(truncatingIfNeeded: index + 1)
         if writeEncoded(value, at: index) { return }
         ensureSlots()
         switch entity.slotKinds[index] {

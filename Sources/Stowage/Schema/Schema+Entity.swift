@@ -163,7 +163,7 @@ extension Schema {
         /// properties in declaration order, so the search starts at `guess` and usually
         /// compares one short string, instead of hashing it.
         func propertyIndex(named name: String, guess: Int) -> Int? {
-            if guess < propertyNames.count, propertyNames[guess] == name { return guess }
+            if guess >= 0, guess < propertyNames.count, propertyNames[guess] == name { return guess }
             return indexByName[name]
         }
 
