@@ -11,9 +11,10 @@ struct LogCheckpointTests {
 
     static func configuration(
         _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any LogFileSystem)? = nil,
-        recovery: LogStoreConfiguration.Recovery = .pointInTime
+        recovery: LogStoreConfiguration.Recovery = .pointInTime, chunk: Int? = nil
     ) -> LogStoreConfiguration {
         var configuration = LogStoreConfiguration(schema: schema, url: url, recovery: recovery)
+        if let chunk { configuration.commitChunkBytes = chunk }
         configuration.checkpoints = minimumCommitBytes.map { .init(minimumCommitBytes: $0) }
         configuration.automaticCompaction = nil
         if let version { configuration.newFileFormatVersion = version }
@@ -29,14 +30,14 @@ struct LogCheckpointTests {
 
     static func open(
         _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any LogFileSystem)? = nil,
-        recovery: LogStoreConfiguration.Recovery = .pointInTime
+        recovery: LogStoreConfiguration.Recovery = .pointInTime, chunk: Int? = nil
     ) throws -> Opened {
         let container = try ModelContainer(
             for: schema,
             configurations: [
                 configuration(
                     url, minimumCommitBytes: minimumCommitBytes, version: version, fileSystem: fileSystem,
-                    recovery: recovery)
+                    recovery: recovery, chunk: chunk)
             ])
         return Opened(container: container, store: try #require(container.storesForTesting.first as? LogStore))
     }
@@ -362,6 +363,89 @@ struct LogCheckpointTests {
         let reopened = reopenedOpened.store
         // 10 people and 20 chores, and the one saved after a failed write.
         #expect(reopened.withTable { $0.count } == 30 + (operation == .write ? 1 : 0))
+    }
+
+    /// A checkpoint larger than `commitChunkBytes` goes to the file in pieces, raw, frame
+    /// last: its payload is the one written whole, and the next open loads it. Pieces of
+    /// 256 bytes make a small store's checkpoint take that path.
+    @Test func aCheckpointWrittenInPiecesIsRawAndTheNextOpenLoadsIt() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let opened = try Self.open(directory.storeURL, chunk: 256)
+        let store = opened.store
+        try Self.fill(opened)
+        let indexes = Self.indexes(store)
+        let answers = try Self.queries(opened)
+        let (transaction, versions, external) = store.writer.withLock {
+            ($0.lastCommitTransaction, $0.versions, $0.external)
+        }
+        let expected = try store.withTable { table in
+            try LogCheckpoint.payload(
+                of: table, transactionID: transaction, map: store.map, versions: versions, external: external)
+        }
+        #expect(expected.count > 4 * 256, "the checkpoint takes several pieces")
+        let length = store.fileLength
+        store.close()
+        let bytes = [UInt8](try Data(contentsOf: directory.storeURL))
+        // The record offsets, then the end: the checkpoint is the last record, after the last commit.
+        let offsets = try LogStore.recordOffsets(ofFileAt: directory.storeURL)
+        #expect(offsets.dropLast().last == length && offsets.last == Int64(bytes.count))
+        let offset = Int(length)
+        let frame = Array(bytes[offset..<offset + LogFormat.frameSize])
+        let stored = frame[0..<4].reversed().reduce(0) { $0 << 8 | Int($1) }
+        #expect(frame[4] == LogFormat.RecordType.checkpoint.rawValue)
+        #expect(frame[5] & 1 == 0, "a checkpoint written in pieces is raw")
+        let payloadStart = offset + LogFormat.frameSize
+        #expect(Array(bytes[payloadStart..<payloadStart + stored]) == expected)
+
+        let reopened = try Self.open(directory.storeURL, recovery: .strict, chunk: 256)
+        #expect(reopened.store.openedFromCheckpoint)
+        #expect(Self.indexes(reopened.store) == indexes)
+        #expect(try Self.queries(reopened) == answers)
+    }
+
+    /// A write that fails anywhere in a checkpoint written in pieces fails `checkpoint()`
+    /// with `.ioFailure` and cuts the pieces back off: the store goes on saving, and
+    /// reopening strictly finds every save.
+    @Test func aFailedWriteInACheckpointWrittenInPiecesCutsItOff() throws {
+        let calls: Int
+        do {
+            let directory = LogTestDirectory.fresh()
+            defer { directory.remove() }
+            let fs = FaultInjectingFileSystem()
+            let opened = try Self.open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
+            try Self.fill(opened, people: 20, chores: 20)
+            let before = fs.calls(.write)
+            try opened.store.checkpoint()
+            calls = fs.calls(.write) - before
+        }
+        #expect(calls > 3, "the checkpoint was written in several pieces")
+        for n in 1...calls {
+            let directory = LogTestDirectory.fresh()
+            defer { directory.remove() }
+            let fs = FaultInjectingFileSystem()
+            let opened = try Self.open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
+            let store = opened.store
+            try Self.fill(opened, people: 20, chores: 20)
+            let length = store.fileLength
+            fs.arm(.write, failOn: n)
+            do {
+                try store.checkpoint()
+                Issue.record("n \(n): the checkpoint did not fail")
+            } catch let error as DataStoreError {
+                #expect(error.code == .ioFailure, "n \(n): \(error)")
+            }
+            fs.disarm()
+            #expect(store.fileLength == length, "n \(n)")
+            #expect(!store.checkpointState.endsWithCheckpoint, "n \(n)")
+            let context = ModelContext(opened.container)
+            context.insert(Person(email: "after@example.com", name: "After"))
+            try context.save()
+            store.close()
+            let reopened = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
+            #expect(reopened.store.withTable { $0.count } == 31, "n \(n)")
+            #expect(!reopened.store.openedFromCheckpoint, "n \(n)")
+        }
     }
 
     /// The payload a store writes, straight from its table, is the bytes of the checkpoint

@@ -108,6 +108,26 @@ struct LogCommitSpill {
 struct LogSpilled {
     var count = 0
     var payloadCRC: UInt32 = 0
+
+    /// Counts a piece written after the others, whose first `headroom` bytes, counted from
+    /// the record's start, are the frame's room and not payload.
+    mutating func add(_ piece: [UInt8], headroom: Int) {
+        let payloadStart = min(piece.count, max(0, headroom - count))
+        payloadCRC = piece.withUnsafeBytes {
+            CRC32C.update(payloadCRC, UnsafeRawBufferPointer(rebasing: $0[payloadStart...]))
+        }
+        count += piece.count
+    }
+
+    /// The frame of a record of `type` whose pieces these were, and whose last bytes,
+    /// `tail`, follow them, at `offset` (raw: flag bit 0 clear).
+    func frame(type: LogFormat.RecordType, tail: [UInt8], headroom: Int, salt: UInt64, offset: Int64) -> [UInt8] {
+        let payloadLength = count - headroom + tail.count
+        let crc = CRC32C.combine(payloadCRC, CRC32C.checksum(tail), lengthB: tail.count)
+        return LogFormat.frameBytes(
+            type: type, flags: 0, storedCount: payloadLength, payloadLength: payloadLength, salt: salt,
+            offset: offset, storedCRC: crc, storedLength: payloadLength)
+    }
 }
 
 extension LogCodec {
@@ -148,11 +168,7 @@ extension LogCodec {
             if let spill, w.bytes.count >= spill.threshold {
                 try spill.write(w.bytes, spilled.count)
                 // The frame's room, at the start of the first piece, is not payload.
-                let payloadStart = max(0, headroom - spilled.count)
-                spilled.payloadCRC = w.bytes.withUnsafeBytes {
-                    CRC32C.update(spilled.payloadCRC, UnsafeRawBufferPointer(rebasing: $0[payloadStart...]))
-                }
-                spilled.count += w.bytes.count
+                spilled.add(w.bytes, headroom: headroom)
                 w.bytes.removeAll(keepingCapacity: true)
             }
         }

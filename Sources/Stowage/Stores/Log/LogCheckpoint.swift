@@ -81,12 +81,38 @@ struct LogCheckpoint: Equatable {
         of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
         external: [LogExternalSlot: LogExternalReference] = [:]
     ) throws -> [UInt8] {
+        try writer(of: table, transactionID: transactionID, map: map, versions: versions, external: external).w.bytes
+    }
+
+    /// The payload of the checkpoint of `table`, as ``payload(of:transactionID:map:versions:external:)``
+    /// gives it, written through `spill` in pieces once it passes the spill's threshold, as
+    /// a large commit is: the first piece starts with `LogFormat.frameSize` bytes of room for
+    /// the frame. Returns the bytes not written yet (the whole payload, without that room,
+    /// if nothing was), and what was. A store that closed with a million records built
+    /// the whole payload (44 MB) and then its compressed copy (35 MB) on top of itself.
+    /// - Throws: the first error of `spill`, once the table has been walked; for version 4,
+    ///   when a record is not held by location.
+    static func spilledPayload(
+        of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
+        external: [LogExternalSlot: LogExternalReference] = [:], spill: LogCommitSpill
+    ) throws -> (bytes: [UInt8], spilled: LogSpilled) {
+        let writer = try writer(
+            of: table, transactionID: transactionID, map: map, versions: versions, external: external, spill: spill)
+        if let error = writer.spillError { throw error }
+        guard writer.spilled.count > 0 else { return (Array(writer.w.bytes[LogFormat.frameSize...]), writer.spilled) }
+        return (writer.w.bytes, writer.spilled)
+    }
+
+    private static func writer(
+        of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64,
+        external: [LogExternalSlot: LogExternalReference], spill: LogCommitSpill? = nil
+    ) throws -> PayloadWriter {
         let directory = map.formatVersion >= 4
         let found = try liveEntities(table, map: map, external: external)
         var writer = PayloadWriter(
             transactionID: transactionID, nextPrimaryKey: table.nextPrimaryKey, versions: directory ? versions : nil,
             entityCount: found.count,
-            entryCount: found.reduce(0) { $0 + $1.records.rows.count * (1 + $1.records.indexes.count) })
+            entryCount: found.reduce(0) { $0 + $1.records.rows.count * (1 + $1.records.indexes.count) }, spill: spill)
         for entity in found {
             let rows = entity.records.rows
             writer.entity(
@@ -95,7 +121,7 @@ struct LogCheckpoint: Equatable {
                 indexCount: entity.records.indexes.count)
             for index in entity.records.indexes { writer.index(index.tree) }
         }
-        return writer.w.bytes
+        return writer
     }
 
     private typealias LiveEntity = (
@@ -166,9 +192,27 @@ struct LogCheckpoint: Equatable {
         let withDirectory: Bool
         /// Locations are delta-coded across the entities.
         private var previousLocation: Int64 = 0
+        /// Where the bytes go, in pieces, once they pass its threshold; the first piece
+        /// starts with room for the record's frame.
+        private let spill: LogCommitSpill?
+        /// What went through `spill`.
+        private(set) var spilled = LogSpilled()
+        /// The first error `spill` threw: no more pieces are written after it, and the
+        /// bytes are dropped; the caller throws it.
+        private(set) var spillError: (any Error)?
 
-        init(transactionID: UInt64, nextPrimaryKey: Int64, versions: Int64?, entityCount: Int, entryCount: Int) {
-            w = LogByteWriter(capacity: 32 + entryCount * 8)
+        init(
+            transactionID: UInt64, nextPrimaryKey: Int64, versions: Int64?, entityCount: Int, entryCount: Int,
+            spill: LogCommitSpill? = nil
+        ) {
+            let capacity = 32 + entryCount * 8
+            self.spill = spill
+            if let spill {
+                w = LogByteWriter(capacity: LogFormat.frameSize + min(capacity, spill.threshold + 4096))
+                w.bytes.append(contentsOf: repeatElement(0, count: LogFormat.frameSize))
+            } else {
+                w = LogByteWriter(capacity: capacity)
+            }
             withDirectory = versions != nil
             w.varint(transactionID)
             w.zigzag(nextPrimaryKey)
@@ -188,12 +232,14 @@ struct LogCheckpoint: Equatable {
             for (position, key) in keys.enumerated() {
                 if position == 0 { w.zigzag(key) } else { w.varint(UInt64(bitPattern: key &- previous)) }
                 previous = key
+                spillIfFull()
             }
             if withDirectory {
                 for location in locations {
                     w.zigzag(location.blockOffset &- previousLocation)
                     w.varint(location.slot)
                     previousLocation = location.blockOffset
+                    spillIfFull()
                 }
                 for references in external ?? [] {
                     for reference in references {
@@ -222,7 +268,22 @@ struct LogCheckpoint: Equatable {
                 key.withUnsafeBytes { w.bytes.append(contentsOf: $0[shared...]) }
                 w.zigzag(primaryKey)
                 last = key
+                spillIfFull()
             }
+        }
+
+        /// Writes the bytes so far through `spill` once they pass its threshold.
+        private mutating func spillIfFull() {
+            guard let spill, w.bytes.count >= spill.threshold else { return }
+            if spillError == nil {
+                do {
+                    try spill.write(w.bytes, spilled.count)
+                    spilled.add(w.bytes, headroom: LogFormat.frameSize)
+                } catch {
+                    spillError = error
+                }
+            }
+            w.bytes.removeAll(keepingCapacity: true)
         }
     }
 

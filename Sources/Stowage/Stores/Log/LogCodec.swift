@@ -266,12 +266,7 @@ struct LogEncodedCommit {
     /// spilled ones, and its frame, to write last, at the record's start, with the
     /// checksum over the whole payload. The record is `spilled.count + tail.count` bytes.
     func finishSpilled(salt: UInt64, offset: Int64) -> (tail: [UInt8], frame: [UInt8]) {
-        let payloadLength = spilled.count - headroom + bytes.count
-        let payloadCRC = CRC32C.combine(spilled.payloadCRC, CRC32C.checksum(bytes), lengthB: bytes.count)
-        let frame = LogFormat.frameBytes(
-            type: .commit, flags: 0, storedCount: payloadLength, payloadLength: payloadLength, salt: salt,
-            offset: offset, storedCRC: payloadCRC, storedLength: payloadLength)
-        return (bytes, frame)
+        (bytes, spilled.frame(type: .commit, tail: bytes, headroom: headroom, salt: salt, offset: offset))
     }
 
     /// The payload alone.

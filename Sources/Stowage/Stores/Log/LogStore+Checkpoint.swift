@@ -43,15 +43,47 @@ extension LogStore {
 
     /// Appends a checkpoint of the table as it is now. Called with the writer lock held
     /// and no save pending; syncing is the caller's business.
+    ///
+    /// A checkpoint larger than `commitChunkBytes` goes to the file in pieces as it is
+    /// written, raw, its frame last, as a large commit does (`Formats/log.md`, "Checkpoint
+    /// records"): a smaller one is compressed whole. The table stays locked while the
+    /// pieces are written.
     func appendCheckpoint(_ w: inout WriterState) throws {
         let version = w.formatVersion
-        let payload = try table.withLock {
-            try LogCheckpoint.payload(
-                of: $0, transactionID: w.lastCommitTransaction, map: map.with(formatVersion: version),
-                versions: w.versions, external: w.external)
-        }
         let start = w.end
-        try append(&w, type: .checkpoint, payload: payload)
+        var spillFailed = false
+        let (fd, fs, path) = (w.fd, fs, path)
+        let spill = LogCommitSpill(threshold: configuration.commitChunkBytes) { bytes, at in
+            guard at + bytes.count - LogFormat.frameSize <= LogFormat.maximumPayload else {
+                throw DataStoreError(
+                    .unsupportedFeature, "a checkpoint of this size is larger than a log record can be")
+            }
+            spillFailed = true
+            do {
+                try fs.write(fd, bytes, at: start + Int64(at))
+            } catch {
+                throw DataStoreError(
+                    .ioFailure, "writing a checkpoint record at offset \(start) of \(path) failed", underlying: error)
+            }
+        }
+        do {
+            let (bytes, spilled) = try table.withLock {
+                try LogCheckpoint.spilledPayload(
+                    of: $0, transactionID: w.lastCommitTransaction, map: map.with(formatVersion: version),
+                    versions: w.versions, external: w.external, spill: spill)
+            }
+            if spilled.count > 0 {
+                let frame = spilled.frame(
+                    type: .checkpoint, tail: bytes, headroom: LogFormat.frameSize, salt: w.salt, offset: start)
+                try appendSpilled(&w, type: .checkpoint, spilled: spilled.count, tail: bytes, frame: frame)
+            } else {
+                try append(&w, type: .checkpoint, payload: bytes)
+            }
+        } catch {
+            // Pieces of a checkpoint that failed are cut off the end of the file again.
+            if spillFailed { cutBack(&w, to: start) }
+            throw error
+        }
         w.checkpointBytes += w.end - start
         w.lastCheckpointBytes = w.end - start
         w.lastCheckpointEnd = w.end

@@ -499,12 +499,14 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
     /// Finishes a commit whose first `spilled` bytes are in the file already: its reserved
     /// zeros if it grows the file, the rest of its bytes, then its frame at `w.end`, so that
     /// the record is valid only once every byte of it is written.
-    func appendSpilled(_ w: inout WriterState, spilled: Int, tail: [UInt8], frame: [UInt8]) throws {
+    func appendSpilled(
+        _ w: inout WriterState, type: LogFormat.RecordType = .commit, spilled: Int, tail: [UInt8], frame: [UInt8]
+    ) throws {
         let start = w.end
         let recordEnd = start + Int64(spilled + tail.count)
         guard recordEnd - start - Int64(LogFormat.frameSize) <= Int64(LogFormat.maximumPayload) else {
             cutBack(&w, to: start)
-            throw DataStoreError(.unsupportedFeature, "a commit of this size is larger than a log record can be")
+            throw DataStoreError(.unsupportedFeature, "a \(type) of this size is larger than a log record can be")
         }
         let reserve =
             recordEnd > max(w.fileSize, w.end)
@@ -516,7 +518,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         } catch {
             cutBack(&w, to: start)
             throw DataStoreError(
-                .ioFailure, "writing a commit record at offset \(start) of \(path) failed; nothing was saved",
+                .ioFailure, "writing a \(type) record at offset \(start) of \(path) failed; nothing was saved",
                 underlying: error)
         }
         w.end = recordEnd
