@@ -173,9 +173,18 @@ extension BTree {
             level.append((_Node(leafKeys: leafKeys, values: leafValues, capacity: _fanout), leafKeys[0]))
             start += size
         }
-        // Internal levels, same distribution rule, until one root remains.
+        _root = Self._internalLevels(above: level, fanout: _fanout)
+        _debugCheckInvariants()
+        return true
+    }
+
+    /// The root of the internal levels built over `level` (nodes with their least keys,
+    /// in order), by the same distribution rule as the leaves, until one node remains.
+    @inlinable
+    internal static func _internalLevels(above leaves: [(node: _Node, minKey: Key)], fanout: Int) -> _Node {
+        var level = leaves
         while level.count > 1 {
-            let groupCount = (level.count + _fanout - 1) / _fanout
+            let groupCount = (level.count + fanout - 1) / fanout
             var next: [(node: _Node, minKey: Key)] = []
             next.reserveCapacity(groupCount)
             var first = 0
@@ -185,14 +194,66 @@ extension BTree {
                 let node = _Node(
                     separators: group.dropFirst().map { $0.minKey },
                     children: group.map { $0.node },
-                    capacity: _fanout)
+                    capacity: fanout)
                 next.append((node, group[first].minKey))
                 first += size
             }
             level = next
         }
-        _root = level[0].node
-        _debugCheckInvariants()
-        return true
+        return level[0].node
+    }
+
+    /// Builds a tree of `count` entries that `fill` puts in by rank: it calls `put(rank,
+    /// key, value)` once for each rank in `0..<count`, in any order, and the entry goes
+    /// straight to its place among the leaves. A caller that knows each entry's rank (from
+    /// sorting small prefixes of the keys) makes the keys in the order it holds their
+    /// sources, and needs no array of them, nor a pass that gathers them in key order.
+    ///
+    /// Returns `nil` if the keys, put in rank order, are not strictly ascending.
+    ///
+    /// - Precondition: `fill` puts every rank in `0..<count` exactly once.
+    /// - Complexity: O(n), and n calls of `put`.
+    @inlinable
+    public static func byRank(
+        count n: Int, placeholder: (key: Key, value: Value), _fanout fanout: Int = Self._defaultFanout,
+        fill: (_ put: (_ rank: Int, _ key: Key, _ value: Value) -> Void) -> Void
+    ) -> BTree? {
+        precondition(n >= 0, "BTree.byRank(count:) needs a count of at least zero")
+        var tree = BTree(_fanout: fanout)
+        guard n > 0 else { return tree }
+        // The leaves of _bulkLoad: sizes q + 1 for the first r, q for the rest.
+        let leafCount = (n + fanout - 1) / fanout
+        let q = n / leafCount
+        let r = n % leafCount
+        let leaves: [_Node] = (0..<leafCount).map { j in
+            let size = q + (j < r ? 1 : 0)
+            return _Node(
+                leafKeys: Array(repeating: placeholder.key, count: size),
+                values: Array(repeating: placeholder.value, count: size), capacity: fanout)
+        }
+        let large = r * (q + 1)
+        fill { rank, key, value in
+            precondition(rank >= 0 && rank < n, "BTree.byRank: a rank out of range")
+            let (leaf, slot) =
+                rank < large
+                ? rank.quotientAndRemainder(dividingBy: q + 1)
+                : {
+                    let (leaf, slot) = (rank - large).quotientAndRemainder(dividingBy: q)
+                    return (r + leaf, slot)
+                }()
+            leaves[leaf]._keys[slot] = key
+            leaves[leaf]._values[slot] = value
+        }
+        var previous: Key?
+        for leaf in leaves {
+            for key in leaf._keys {
+                if let previous, !(previous < key) { return nil }
+                previous = key
+            }
+        }
+        tree._count = n
+        tree._root = _internalLevels(above: leaves.map { ($0, $0._keys[0]) }, fanout: fanout)
+        tree._debugCheckInvariants()
+        return tree
     }
 }

@@ -452,6 +452,44 @@ struct BulkLoadTests {
         }
     }
 
+    @Test("entries put in by rank, in any order, build the tree the sorted arrays build")
+    func entriesByRank() {
+        for seed in UInt64(0)..<200 {
+            var rng = SplitMix64(seed: seed)
+            let keys = Array(
+                Set(
+                    (0..<Int.random(in: 0..<300, using: &rng)).map { _ in
+                        Int.random(in: 0..<10_000, using: &rng)
+                    })
+            ).sorted()
+            let values = keys.indices.map { _ in Int.random(in: 0..<1_000, using: &rng) }
+            let fanout = 4 + Int(seed % 5)
+            let order = Array(keys.indices).shuffled(using: &rng)
+            var tree = IntTree.byRank(count: keys.count, placeholder: (-1, -1), _fanout: fanout) { put in
+                for rank in order { put(rank, keys[rank], values[rank]) }
+            }
+            #expect(tree == IntTree(sortedKeys: keys, values: values, _fanout: fanout), "seed \(seed)")
+            var model = SortedArrayModel()
+            for (key, value) in zip(keys, values) { _ = model.updateValue(value, forKey: key) }
+            if tree != nil { expectMatches(tree!, model, "seed \(seed)") }
+            for key in [-1, 5, 20_000] {
+                #expect(tree?.updateValue(key, forKey: key) == model.updateValue(key, forKey: key))
+            }
+            if tree != nil { expectMatches(tree!, model, "seed \(seed) mutated") }
+            // Keys that are not strictly ascending by rank give no tree.
+            if keys.count >= 2 {
+                let swapped = IntTree.byRank(count: keys.count, placeholder: (-1, -1), _fanout: fanout) { put in
+                    for rank in order { put(rank, keys[rank == 0 ? 1 : rank == 1 ? 0 : rank], values[rank]) }
+                }
+                #expect(swapped == nil, "seed \(seed)")
+                let repeated = IntTree.byRank(count: keys.count, placeholder: (-1, -1), _fanout: fanout) { put in
+                    for rank in order { put(rank, keys[max(0, rank - 1)], values[rank]) }
+                }
+                #expect(repeated == nil, "seed \(seed)")
+            }
+        }
+    }
+
     @Test("labelled elements from another tree")
     func fromTree() {
         var source = IntTree(_fanout: 4)

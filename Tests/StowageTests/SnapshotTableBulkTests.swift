@@ -68,8 +68,8 @@ struct SnapshotTableBulkTests {
         #expect(again.writes.map(\.key) == [1] && again.writes.map(\.isInsert) == [false])
     }
 
-    /// The bulk load's sort compares an 8-byte prefix after the bytes all keys share, and
-    /// bytes only on ties: it must order exactly as the keys' own order, ties by position.
+    /// The bulk load's sort compares 16 bytes after the bytes all keys share, and whole keys
+    /// only on ties: it must order exactly as the keys' own order, ties by position.
     @Test func sortedOrderMatchesTheKeysOwnOrder() {
         var rng = SystemRandomNumberGenerator()
         let shapes: [[[UInt8]]] = [
@@ -77,6 +77,9 @@ struct SnapshotTableBulkTests {
             [[1, 2], [1, 2, 0], [1, 2, 0, 0], [1], [], [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1], [1, 2, 0, 0]],
             // A long shared prefix, then differences past the first 8 bytes after it.
             (0..<300).map { i in [7, 7, 7, 7, 7] + [UInt8](repeating: 3, count: 9) + [UInt8(i % 13), UInt8(i % 5)] },
+            // Keys that differ in their first byte and then only after sixteen more: the
+            // 16 bytes the sort reads first leave runs tied, which the whole keys settle.
+            (0..<400).map { i in [UInt8(i % 3)] + [UInt8](repeating: 9, count: 16) + [UInt8(i % 11), UInt8(i % 2)] },
             // Random keys of random lengths over a small alphabet: many ties and prefixes.
             (0..<2000).map { _ in
                 (0..<Int.random(in: 0...12, using: &rng)).map { _ in UInt8.random(in: 0...2, using: &rng) }

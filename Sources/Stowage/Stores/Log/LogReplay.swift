@@ -206,14 +206,24 @@ extension SnapshotTable {
                     return
                 }
                 let index = indexes[task - 1]
-                // Each key is made again whenever it is needed, and never kept beside the
-                // tree: an array of them all took 40 bytes a record, 40 MB an index at 1M
-                // records with two indexes building at once, for the whole of the sort.
+                // No array of the keys is kept beside the tree (40 bytes a record, 40 MB an
+                // index at 1M records, two indexes building at once): they are sorted by
+                // their first bytes, and each goes straight to its place in the tree's
+                // leaves, made in the order the records are held.
                 func key(_ position: Int) -> IndexKey {
                     index.entryKey(sorted.snapshots[position], primaryKey: sorted.keys[position])
                 }
-                let order = SnapshotTable.sortedOrder(count: sorted.keys.count, key: key)
-                let tree = BTree(sortedCount: order.count) { i in (key(order[i]), sorted.keys[order[i]]) }
+                let count = sorted.keys.count
+                var rank = [Int](repeating: 0, count: count)
+                for (position, record) in SnapshotTable.sortedOrder(count: count, key: key).enumerated() {
+                    rank[record] = position
+                }
+                let tree =
+                    BTree.byRank(count: count, placeholder: (IndexKey(), 0)) { put in
+                        for position in 0..<count { put(rank[position], key(position), sorted.keys[position]) }
+                    }
+                    // Equal keys (none are expected): the last of them is kept, as saves would.
+                    ?? BTree(sortedElements: (0..<count).lazy.map { (key($0), sorted.keys[$0]) })
                 built.withLock { $0.trees[task - 1] = tree }
             }
             built.withLock { result in
@@ -234,8 +244,9 @@ extension SnapshotTable {
     }
 
     /// The positions `0..<count` in ascending order of the keys `key` makes for them
-    /// (stable), holding no array of the keys: each is made twice, and a third time if it
-    /// shares its first bytes past the common prefix with another.
+    /// (stable), holding no array of the keys: each is made twice, in position order, and a
+    /// third time, out of order, only if its first 16 bytes past the common prefix are
+    /// another key's too.
     static func sortedOrder(count: Int, key: (Int) -> IndexKey) -> [Int] {
         guard count > 1 else { return Array(0..<count) }
         // The least and the greatest key share the prefix that every key shares.
@@ -250,28 +261,42 @@ extension SnapshotTable {
             previous = next
         }
         if ascending { return Array(0..<count) }
-        // Most comparisons are settled by 8 bytes after the prefix every key shares (a
-        // type tag, a common word), read as one big-endian integer and sorted beside the
-        // position; only ties compare the keys.
+        // Most comparisons are settled by 16 bytes after the prefix every key shares (a
+        // type tag, a common word), read as two big-endian integers and sorted beside the
+        // position; only ties compare the keys. Eight bytes left whole runs tied, such as
+        // every key of one value of a string index, whose primary keys come after them:
+        // resolving those made their keys again in no order, a cache miss each.
         let shared = least.sharedPrefixCount(with: greatest)
-        var entries: [(prefix: UInt64, index: Int)] = []
+        var entries: [SortEntry] = []
         entries.reserveCapacity(count)
         for position in 0..<count {
-            let prefix = key(position).withUnsafeBytes { bytes in
-                var prefix: UInt64 = 0
-                for i in shared..<shared + 8 {
-                    prefix = prefix << 8 | UInt64(i < bytes.count ? bytes[i] : 0)
-                }
-                return prefix
+            let (high, low) = key(position).withUnsafeBytes { bytes in
+                var words: (UInt64, UInt64) = (0, 0)
+                for i in shared..<shared + 8 { words.0 = words.0 << 8 | UInt64(i < bytes.count ? bytes[i] : 0) }
+                for i in shared + 8..<shared + 16 { words.1 = words.1 << 8 | UInt64(i < bytes.count ? bytes[i] : 0) }
+                return words
             }
-            entries.append((prefix, position))
+            entries.append(SortEntry(high: high, low: low, index: position))
         }
         radixSort(&entries)
-        // Runs of one prefix keep their positions' order; only they need the whole keys.
+        // Runs of one first word (stable, so in position order) are put in order by the
+        // second; runs of both keep their positions' order, and only they need the keys.
+        var first = 0
+        while first < entries.count {
+            var end = first + 1
+            while end < entries.count, entries[end].high == entries[first].high { end += 1 }
+            if end - first > 1 {
+                entries[first..<end].sort { $0.low < $1.low || ($0.low == $1.low && $0.index < $1.index) }
+            }
+            first = end
+        }
         var start = 0
         while start < entries.count {
             var end = start + 1
-            while end < entries.count, entries[end].prefix == entries[start].prefix { end += 1 }
+            while end < entries.count, entries[end].high == entries[start].high, entries[end].low == entries[start].low
+            {
+                end += 1
+            }
             if end - start > 1 {
                 var run = entries[start..<end].map { (key: key($0.index), entry: $0) }
                 run.sort { x, y in
@@ -285,11 +310,18 @@ extension SnapshotTable {
         return entries.map(\.index)
     }
 
-    /// Sorts by `prefix`, stably, a byte at a time from the lowest (least-significant-digit
+    /// A position and the 16 bytes of its key that the sort compares first.
+    struct SortEntry {
+        var high: UInt64
+        var low: UInt64
+        var index: Int
+    }
+
+    /// Sorts by `high`, stably, a byte at a time from the lowest (least-significant-digit
     /// radix sort): eight passes over the entries at most, each skipped when every entry
     /// has the same byte there. Linear, where a comparison sort of a million keys took
     /// twenty passes with a closure call per comparison.
-    static func radixSort(_ entries: inout [(prefix: UInt64, index: Int)]) {
+    static func radixSort(_ entries: inout [SortEntry]) {
         let count = entries.count
         guard count > 1 else { return }
         var other = entries
@@ -297,7 +329,7 @@ extension SnapshotTable {
         for byte in 0..<8 {
             let shift = UInt64(byte * 8)
             for i in 0..<256 { counts[i] = 0 }
-            for entry in entries { counts[Int((entry.prefix >> shift) & 0xFF)] += 1 }
+            for entry in entries { counts[Int((entry.high >> shift) & 0xFF)] += 1 }
             if counts.contains(count) { continue }
             var total = 0
             for i in 0..<256 {
@@ -306,7 +338,7 @@ extension SnapshotTable {
                 total += c
             }
             for entry in entries {
-                let bucket = Int((entry.prefix >> shift) & 0xFF)
+                let bucket = Int((entry.high >> shift) & 0xFF)
                 other[counts[bucket]] = entry
                 counts[bucket] += 1
             }
