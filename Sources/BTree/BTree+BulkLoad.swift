@@ -99,53 +99,14 @@ extension BTree {
         values = sortedValues
     }
 
-    /// Builds a tree from `count` entries that `entry` makes, asked for by position from
-    /// 0 up, each once: the caller need hold no array of every key, only the nodes this
-    /// builds. A million index keys of 40 bytes each are built into a tree without a
-    /// 40 MB array of them beside it.
-    ///
-    /// Entries that are not strictly ascending are accepted, as by
-    /// ``init(sortedKeys:values:_fanout:)``: they are then made a second time, gathered
-    /// into arrays and sorted (stable), the last value of equal keys kept.
-    ///
-    /// - Complexity: O(n) calls of `entry` for ascending entries, O(n log n) otherwise.
-    @inlinable
-    public init(
-        sortedCount count: Int, _fanout fanout: Int = Self._defaultFanout, entry: (Int) -> (key: Key, value: Value)
-    ) {
-        precondition(count >= 0, "BTree(sortedCount:entry:) needs a count of at least zero")
-        self.init(_fanout: fanout)
-        if _bulkLoad(count: count, entry) { return }
-        var keys: [Key] = []
-        var values: [Value] = []
-        keys.reserveCapacity(count)
-        values.reserveCapacity(count)
-        for i in 0..<count {
-            let (key, value) = entry(i)
-            keys.append(key)
-            values.append(value)
-        }
-        self = BTree(sortedKeys: keys, values: values, _fanout: fanout)
-    }
-
     /// Replaces the contents with strictly ascending `keys`/`values`.
     @inlinable
     internal mutating func _bulkLoad(keys: [Key], values: [Value]) {
-        let loaded = keys.withUnsafeBufferPointer { keys in
-            values.withUnsafeBufferPointer { values in _bulkLoad(count: keys.count) { (keys[$0], values[$0]) } }
-        }
-        precondition(loaded, "_bulkLoad(keys:values:) needs strictly ascending keys")
-    }
-
-    /// Replaces the contents with the `count` entries `entry` makes by position, if they
-    /// are strictly ascending; returns `false`, leaving the tree empty, at the first that
-    /// is not.
-    @inlinable
-    internal mutating func _bulkLoad(count n: Int, _ entry: (Int) -> (key: Key, value: Value)) -> Bool {
+        let n = keys.count
         _count = n
         guard n > 0 else {
             _root = _Node(leafCapacity: _fanout)
-            return true
+            return
         }
         // Leaves: as few as possible, sizes differing by at most one, which keeps
         // every leaf at or above the minimum fill when there is more than one.
@@ -153,29 +114,17 @@ extension BTree {
         let leafCount = (n + _fanout - 1) / _fanout
         level.reserveCapacity(leafCount)
         var start = 0
-        var previous: Key?
         for j in 0..<leafCount {
             let size = n / leafCount + (j < n % leafCount ? 1 : 0)
-            var leafKeys: [Key] = []
-            var leafValues: [Value] = []
-            leafKeys.reserveCapacity(_fanout + 1)
-            leafValues.reserveCapacity(_fanout + 1)
-            for i in start..<start + size {
-                let (key, value) = entry(i)
-                if let previous, !(previous < key) {
-                    self = BTree(_fanout: _fanout)
-                    return false
-                }
-                previous = key
-                leafKeys.append(key)
-                leafValues.append(value)
-            }
-            level.append((_Node(leafKeys: leafKeys, values: leafValues, capacity: _fanout), leafKeys[0]))
+            let leaf = _Node(
+                leafKeys: Array(keys[start..<start + size]),
+                values: Array(values[start..<start + size]),
+                capacity: _fanout)
+            level.append((leaf, keys[start]))
             start += size
         }
         _root = Self._internalLevels(above: level, fanout: _fanout)
         _debugCheckInvariants()
-        return true
     }
 
     /// The root of the internal levels built over `level` (nodes with their least keys,

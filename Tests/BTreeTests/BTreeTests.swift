@@ -417,41 +417,6 @@ struct BulkLoadTests {
         }
     }
 
-    @Test("entries made by position, in order or not, build the tree the arrays build")
-    func entriesByPosition() {
-        for seed in UInt64(0)..<200 {
-            var rng = SplitMix64(seed: seed)
-            let drawn = Int.random(in: 0..<300, using: &rng)
-            let sorted = seed % 2 == 0
-            var keys = (0..<drawn).map { _ in Int.random(in: 0..<(sorted ? 10_000 : 150), using: &rng) }
-            if sorted { keys = Array(Set(keys)).sorted() }
-            let values = keys.indices.map { _ in Int.random(in: 0..<1_000, using: &rng) }
-            let n = keys.count
-            let fanout = 4 + Int(seed % 5)
-            var asked: [Int] = []
-            var tree = IntTree(sortedCount: n, _fanout: fanout) { i in
-                asked.append(i)
-                return (keys[i], values[i])
-            }
-            #expect(tree == IntTree(sortedKeys: keys, values: values, _fanout: fanout), "seed \(seed)")
-            // In order, each entry is made once, from the first; out of order, the entries
-            // up to the first one out of place are made again.
-            let ascending = zip(keys, keys.dropFirst()).allSatisfy { $0 < $1 }
-            if ascending {
-                #expect(asked == Array(0..<n), "seed \(seed)")
-            } else {
-                #expect(asked.count > n && Array(asked.suffix(n)) == Array(0..<n), "seed \(seed)")
-            }
-            var model = SortedArrayModel()
-            for (key, value) in zip(keys, values) { _ = model.updateValue(value, forKey: key) }
-            expectMatches(tree, model, "seed \(seed)")
-            for key in [-1, 5, 20_000] {
-                #expect(tree.updateValue(key, forKey: key) == model.updateValue(key, forKey: key))
-            }
-            expectMatches(tree, model, "seed \(seed) mutated")
-        }
-    }
-
     @Test("entries put in by rank, in any order, build the tree the sorted arrays build")
     func entriesByRank() {
         for seed in UInt64(0)..<200 {
