@@ -89,7 +89,7 @@ struct LogCheckpoint: Equatable {
     /// a large commit is: the first piece starts with `LogFormat.frameSize` bytes of room for
     /// the frame. Returns the bytes not written yet (the whole payload, without that room,
     /// if nothing was), and what was. A store that closed with a million records built
-    /// the whole payload (44 MB) and then its compressed copy (35 MB) on top of itself.
+    /// the whole payload (44 MiB) and then its compressed copy (34 MiB) on top of itself.
     /// - Throws: the first error of `spill`, once the table has been walked; for version 4,
     ///   when a record is not held by location.
     static func spilledPayload(
