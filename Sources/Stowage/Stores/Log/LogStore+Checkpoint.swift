@@ -51,21 +51,7 @@ extension LogStore {
     func appendCheckpoint(_ w: inout WriterState) throws {
         let version = w.formatVersion
         let start = w.end
-        var spillFailed = false
-        let (fd, fs, path) = (w.fd, fs, path)
-        let spill = LogCommitSpill(threshold: configuration.commitChunkBytes) { bytes, at in
-            guard at + bytes.count - LogFormat.frameSize <= LogFormat.maximumPayload else {
-                throw DataStoreError(
-                    .unsupportedFeature, "a checkpoint of this size is larger than a log record can be")
-            }
-            spillFailed = true
-            do {
-                try fs.write(fd, bytes, at: start + Int64(at))
-            } catch {
-                throw DataStoreError(
-                    .ioFailure, "writing a checkpoint record at offset \(start) of \(path) failed", underlying: error)
-            }
-        }
+        let (spill, spilledAny) = pieces(of: .checkpoint, fd: w.fd, at: start)
         do {
             let (bytes, spilled) = try table.withLock {
                 try LogCheckpoint.spilledPayload(
@@ -81,7 +67,7 @@ extension LogStore {
             }
         } catch {
             // Pieces of a checkpoint that failed are cut off the end of the file again.
-            if spillFailed { cutBack(&w, to: start) }
+            if spilledAny() { cutBack(&w, to: start) }
             throw error
         }
         w.checkpointBytes += w.end - start

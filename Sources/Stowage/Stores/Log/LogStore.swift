@@ -264,21 +264,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         try externalFiles.write(external.files)
         let start = w.end
         // A large commit goes to the file in pieces as it is encoded, its frame last.
-        var spillFailed = false
-        let (fd, fs, path) = (w.fd, fs, path)
-        let spill = LogCommitSpill(threshold: configuration.commitChunkBytes) { bytes, at in
-            guard at + bytes.count - LogFormat.frameSize <= LogFormat.maximumPayload else {
-                throw DataStoreError(.unsupportedFeature, "a commit of this size is larger than a log record can be")
-            }
-            spillFailed = true
-            do {
-                try fs.write(fd, bytes, at: start + Int64(at))
-            } catch {
-                throw DataStoreError(
-                    .ioFailure, "writing a commit record at offset \(start) of \(path) failed; nothing was saved",
-                    underlying: error)
-            }
-        }
+        let (spill, spilledAny) = pieces(of: .commit, fd: w.fd, at: start)
         do {
             var encoded = try LogCodec.encodeCommit(
                 commit, map: map.with(formatVersion: w.formatVersion),
@@ -287,7 +273,6 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             if encoded.spilled.count > 0 {
                 let (tail, frame) = encoded.finishSpilled(salt: w.salt, offset: start)
                 try appendSpilled(&w, spilled: encoded.spilled.count, tail: tail, frame: frame)
-                spillFailed = false
             } else {
                 try append(&w, type: .commit, record: encoded.takeRecord(salt: w.salt, offset: w.end))
             }
@@ -299,7 +284,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             }
         } catch {
             // Pieces of a commit that failed are cut off the end of the file again.
-            if spillFailed { cutBack(&w, to: start) }
+            if spilledAny() { cutBack(&w, to: start) }
             externalFiles.removeQuietly(external.files.map(\.name))
             throw error
         }
@@ -494,6 +479,30 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         }
         w.end = recordEnd
         w.fileSize = max(w.fileSize, recordEnd + reserve)
+    }
+
+    /// Writes the pieces of a large record of `type` that starts at `start` (`Formats/log.md`,
+    /// "Large commits"), each at its place after the frame's room; `started` says whether
+    /// any piece was written, so that a failure cuts the file back.
+    func pieces(of type: LogFormat.RecordType, fd: Int32, at start: Int64) -> (
+        spill: LogCommitSpill, started: () -> Bool
+    ) {
+        var started = false
+        let (fs, path) = (fs, path)
+        let spill = LogCommitSpill(threshold: configuration.commitChunkBytes) { bytes, at in
+            guard at + bytes.count - LogFormat.frameSize <= LogFormat.maximumPayload else {
+                throw DataStoreError(.unsupportedFeature, "a \(type) of this size is larger than a log record can be")
+            }
+            started = true
+            do {
+                try fs.write(fd, bytes, at: start + Int64(at))
+            } catch {
+                throw DataStoreError(
+                    .ioFailure, "writing a \(type) record at offset \(start) of \(path) failed; nothing was saved",
+                    underlying: error)
+            }
+        }
+        return (spill, { started })
     }
 
     /// Finishes a commit whose first `spilled` bytes are in the file already: its reserved
