@@ -1,5 +1,6 @@
 import Foundation
 import StowageTestSupport
+import Synchronization
 import Testing
 
 @_spi(Testing) @testable import Stowage
@@ -135,14 +136,29 @@ struct LogExternalStorageTests {
         #expect(try ModelContext(container).fetch(FetchDescriptor<Photo>()).map(\.bytes) == [Self.payload(6)])
     }
 
-    @Test(arguments: ["missing", "short", "flipped"])
-    func aMissingOrDamagedFileIsRefusedNamingIt(_ damage: String) throws {
+    /// Version 2 holds records, with their external values, in memory: every damage is
+    /// found at open. Version 4 reads records back when fetched: open checks that each file
+    /// is there with its length, and the checksum is checked when the value is read.
+    @Test(
+        arguments: [("missing", 2), ("short", 2), ("flipped", 2), ("missing", 4), ("short", 4)] as [(String, UInt16)])
+    func aMissingOrDamagedFileIsRefusedAtOpenNamingIt(_ damage: String, _ version: UInt16) throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let url = directory.storeURL
-        try Self.write([Photo(title: "P", bytes: Self.payload(7))], to: url)
+        try Self.write([Photo(title: "P", bytes: Self.payload(7))], to: url, version: version)
         let name = try #require(Self.blobs(url).first)
-        let file = URL(fileURLWithPath: url.path + ".blobs/" + name)
+        try Self.damage(URL(fileURLWithPath: url.path + ".blobs/" + name), damage)
+        let log = try Data(contentsOf: url)
+        #expect(log[8] == version)
+        #expect {
+            _ = try Self.container(url)
+        } throws: { error in
+            (error as? DataStoreError)?.code == .corruptStore && "\(error)".contains(name)
+        }
+        #expect(try Data(contentsOf: url) == log)
+    }
+
+    static func damage(_ file: URL, _ damage: String) throws {
         switch damage {
         case "missing": try FileManager.default.removeItem(at: file)
         case "short": try Self.payload(7).prefix(100).write(to: file)
@@ -151,13 +167,68 @@ struct LogExternalStorageTests {
             bytes[500] ^= 0x10
             try bytes.write(to: file)
         }
+    }
+
+    /// Opening a version 4 store reads none of its external values, with a checkpoint or
+    /// by replaying its commits; a fetch reads the values of the records it returns.
+    @Test(arguments: [false, true])
+    func aVersionFourOpenReadsNoExternalValue(fromCheckpoint: Bool) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        let photos = (0..<3).map { Photo(title: "P\($0)", bytes: Self.payload(UInt8(20 + $0))) }
+        do {
+            var configuration = Self.configuration(url, version: LogFormat.version)
+            configuration.checkpoints = nil
+            let container = try ModelContainer(for: Self.schema, configurations: [configuration])
+            let context = ModelContext(container)
+            for photo in photos { context.insert(photo) }
+            try context.save()
+            let store = try Self.store(container)
+            if fromCheckpoint { try store.checkpoint() }
+            store.close()
+        }
+        #expect(Self.blobs(url).count == 3)
+        let fileSystem = BlobReadCountingFileSystem()
+        let container = try Self.container(url, fileSystem: fileSystem, version: LogFormat.version)
+        #expect(try Self.store(container).openedFromCheckpoint == fromCheckpoint)
+        #expect(fileSystem.blobBytesRead == 0)
+        let context = ModelContext(container)
+        let one = try context.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.title == "P1" }))
+        #expect(one.map(\.bytes) == [Self.payload(21)])
+        #expect(fileSystem.blobBytesRead == Self.payload(21).count)
+        let all = try context.fetch(FetchDescriptor<Photo>(sortBy: [SortDescriptor(\.title)]))
+        #expect(all.map(\.bytes) == (0..<3).map { Self.payload(UInt8(20 + $0)) })
+    }
+
+    /// A version 4 file whose bytes changed but not its length opens; reading its value
+    /// fails naming it, and every other record still reads.
+    @Test func aFlippedFileInAVersionFourStoreFailsItsReadNotTheOpen() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try Self.write(
+            [Photo(title: "Damaged", bytes: Self.payload(30)), Photo(title: "Whole", bytes: Self.payload(31))],
+            to: url, version: LogFormat.version)
+        let before = Self.blobs(url)
         let log = try Data(contentsOf: url)
+        // The damaged photo's file is the one holding its bytes.
+        let name = try #require(
+            before.first {
+                (try? Data(contentsOf: URL(fileURLWithPath: url.path + ".blobs/" + $0))) == Self.payload(30)
+            })
+        try Self.damage(URL(fileURLWithPath: url.path + ".blobs/" + name), "flipped")
+        let context = ModelContext(try Self.container(url, version: LogFormat.version))
         #expect {
-            _ = try Self.container(url)
+            _ = try context.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.title == "Damaged" }))
         } throws: { error in
             (error as? DataStoreError)?.code == .corruptStore && "\(error)".contains(name)
         }
+        let whole = try context.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.title == "Whole" }))
+        #expect(whole.map(\.bytes) == [Self.payload(31)])
+        #expect(try context.fetchCount(FetchDescriptor<Photo>()) == 2)
         #expect(try Data(contentsOf: url) == log)
+        #expect(Self.blobs(url) == before)
     }
 
     @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync, .syncDirectory])
@@ -210,5 +281,36 @@ struct LogExternalStorageTests {
         try context.save()
         try Self.store(container).close()
         #expect(try ModelContext(try Self.container(url)).fetchCount(FetchDescriptor<Photo>()) == 2)
+    }
+}
+
+/// The real file system, counting the bytes read from external value files.
+private final class BlobReadCountingFileSystem: LogFileSystem {
+    private let base = POSIXLogFileSystem()
+    private let state = Mutex((blobs: Set<Int32>(), bytes: 0))
+
+    var blobBytesRead: Int { state.withLock { $0.bytes } }
+
+    func open(_ path: String, mode: LogOpenMode) throws -> Int32? {
+        let fd = try base.open(path, mode: mode)
+        if let fd, path.contains(".blobs/") { state.withLock { _ = $0.blobs.insert(fd) } }
+        return fd
+    }
+    func size(_ fd: Int32) throws -> Int64 { try base.size(fd) }
+    func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8] {
+        let bytes = try base.read(fd, count: count, at: offset)
+        state.withLock { if $0.blobs.contains(fd) { $0.bytes += bytes.count } }
+        return bytes
+    }
+    func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) throws { try base.write(fd, bytes, at: offset) }
+    func sync(_ fd: Int32) throws { try base.sync(fd) }
+    func truncate(_ fd: Int32, to length: Int64) throws { try base.truncate(fd, to: length) }
+    func rename(_ from: String, to: String) throws { try base.rename(from, to: to) }
+    func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
+    func remove(_ path: String) throws { try base.remove(path) }
+    func lock(_ fd: Int32) throws -> Bool { try base.lock(fd) }
+    func close(_ fd: Int32) {
+        state.withLock { _ = $0.blobs.remove(fd) }
+        base.close(fd)
     }
 }

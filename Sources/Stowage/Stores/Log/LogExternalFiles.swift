@@ -66,25 +66,53 @@ struct LogExternalFiles: Sendable {
     /// Reads an external value back and checks its length and checksum.
     /// - Throws: `corruptStore` naming the file when it is missing or differs.
     func read(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws -> Data {
-        let name = reference.fileName(entityIndex: entityIndex, primaryKey: key)
-        let path = path(name)
-        func damaged(_ what: String) -> DataStoreError {
-            DataStoreError(
-                .corruptStore,
-                "the external value of \(entity) \(key) (property \(reference.property + 1)) in \(path) \(what); "
-                    + "the store cannot open without it")
-        }
-        guard let fd = try fs.open(path, mode: .existing) else { throw damaged("is missing") }
+        let path = path(reference.fileName(entityIndex: entityIndex, primaryKey: key))
+        let (fd, size) = try openChecked(reference, path: path, entity: entity, key: key)
         defer { fs.close(fd) }
-        let size = try fs.size(fd)
-        guard UInt64(size) == reference.byteCount else {
-            throw damaged("has \(size) bytes where the log says \(reference.byteCount)")
-        }
         let bytes = try fs.read(fd, count: Int(size), at: 0)
         guard bytes.count == Int(size), CRC32C.checksum(bytes) == reference.checksum else {
-            throw damaged("does not match its checksum")
+            throw Self.damaged(reference, path: path, entity: entity, key: key, "does not match its checksum")
         }
         return Data(bytes)
+    }
+
+    /// Checks that an external value's file is there with the length the log gives,
+    /// without reading it: opening a store checks every live value this way, and its
+    /// checksum is checked when it is read.
+    /// - Throws: `corruptStore` naming the file when it is missing or has another length.
+    func check(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws {
+        let path = path(reference.fileName(entityIndex: entityIndex, primaryKey: key))
+        fs.close(try openChecked(reference, path: path, entity: entity, key: key).fd)
+    }
+
+    /// Opens the value's file and checks its length.
+    private func openChecked(_ reference: LogExternalReference, path: String, entity: String, key: Int64) throws
+        -> (fd: Int32, size: Int64)
+    {
+        guard let fd = try fs.open(path, mode: .existing) else {
+            throw Self.damaged(reference, path: path, entity: entity, key: key, "is missing")
+        }
+        do {
+            let size = try fs.size(fd)
+            guard UInt64(size) == reference.byteCount else {
+                throw Self.damaged(
+                    reference, path: path, entity: entity, key: key,
+                    "has \(size) bytes where the log says \(reference.byteCount)")
+            }
+            return (fd, size)
+        } catch {
+            fs.close(fd)
+            throw error
+        }
+    }
+
+    private static func damaged(
+        _ reference: LogExternalReference, path: String, entity: String, key: Int64, _ what: String
+    ) -> DataStoreError {
+        DataStoreError(
+            .corruptStore,
+            "the external value of \(entity) \(key) (property \(reference.property + 1)) in \(path) \(what); "
+                + "the record cannot be read without it")
     }
 
     /// Deletes every file in the directory whose name is not in `live`. Only names of the

@@ -119,9 +119,10 @@ struct LogReplay {
         }
     }
 
-    /// Puts the bytes of every live external value into its record's slot.
+    /// Puts the bytes `load` gives for each live external value into its record's slot;
+    /// a slot for which it gives `nil` keeps its `.null`.
     mutating func resolveExternalValues(
-        _ load: (_ entity: String, _ key: Int64, _ reference: LogExternalReference) throws -> Data
+        _ load: (_ entity: String, _ key: Int64, _ reference: LogExternalReference) throws -> Data?
     ) throws {
         for (entity, byKey) in references {
             guard var records = live.removeValue(forKey: entity) else { continue }
@@ -136,7 +137,9 @@ struct LogReplay {
                 }
                 guard low < records.keys.count, records.keys[low] == key else { continue }
                 for reference in found where reference.property < records.snapshots[low].values.count {
-                    records.snapshots[low].values[reference.property] = .data(try load(entity, key, reference))
+                    if let bytes = try load(entity, key, reference) {
+                        records.snapshots[low].values[reference.property] = .data(bytes)
+                    }
                 }
             }
         }

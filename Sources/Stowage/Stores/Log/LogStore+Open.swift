@@ -289,14 +289,25 @@ extension LogStore {
                 agreeingWith: replay.liveRecords, map: readMap, transactionID: lastTransaction,
                 nextPrimaryKey: replay.nextPrimaryKey)
         }
-        // External values: read back every live one, then delete the files nothing refers to.
+        // External values. Records held inline (versions 1 to 3) hold theirs, so every live
+        // one is read back. Version 4 records are read by location, with their external
+        // values, when fetched: opening reads only the values an index covers (to build it)
+        // and checks that every other file is there with its length, without reading it
+        // (a store of large values would otherwise read them all at every open); a value's
+        // checksum is checked when it is read. Then the files nothing refers to go.
         let files = LogExternalFiles(fs: fs, logPath: path, parent: directory)
+        let indexed = replay.located ? Self.indexedColumns(schema) : nil
         try replay.resolveExternalValues { entity, key, reference in
-            try files.read(reference, entity: entity, entityIndex: readMap.indexByName[entity] ?? -1, key: key)
+            let entityIndex = readMap.indexByName[entity] ?? -1
+            if let indexed, indexed[entity]?.contains(reference.property) != true {
+                try files.check(reference, entity: entity, entityIndex: entityIndex, key: key)
+                return nil
+            }
+            return try files.read(reference, entity: entity, entityIndex: entityIndex, key: key)
         }
         for (slot, reference) in checkpointExternal ?? [:] {
             let entity = slot.entity < readMap.names.count ? readMap.names[slot.entity] : "?"
-            _ = try files.read(reference, entity: entity, entityIndex: slot.entity, key: slot.key)
+            try files.check(reference, entity: entity, entityIndex: slot.entity, key: slot.key)
         }
         var external: [LogExternalSlot: LogExternalReference] = checkpointExternal ?? [:]
         for (entity, byKey) in replay.references {
@@ -334,6 +345,17 @@ extension LogStore {
                 ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
             description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
             usedCheckpoint: indexEntries != nil || table != nil)
+    }
+
+    /// The positions of the properties each entity's indexes and uniqueness constraints
+    /// cover.
+    private static func indexedColumns(_ schema: Schema) -> [String: Set<Int>] {
+        var columns: [String: Set<Int>] = [:]
+        for entity in schema.entities {
+            let names = (entity.uniquenessConstraints + entity.indices).joined()
+            columns[entity.name] = Set(names.compactMap { entity.property(named: $0)?.index })
+        }
+        return columns
     }
 
     /// The live external value references a version 4 checkpoint gives, with the commits
