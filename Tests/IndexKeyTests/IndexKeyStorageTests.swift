@@ -67,6 +67,27 @@ struct IndexKeyStorageTests {
         }
     }
 
+    /// Bytes appended as a run go into the inline words up to eight at a time: after a
+    /// prefix of every length, runs of every length (across word boundaries, up to the
+    /// capacity exactly, and past it into a spilled key) must give the key the bytes give.
+    @Test func appendingRunsAfterPrefixesOfEveryLengthMatchesTheBytes() {
+        var rng = SplitMix64(seed: 23)
+        for prefixLength in 0...40 {
+            for runLength in 0...40 {
+                // Nonzero bytes, so that a byte written into the wrong place shows.
+                let prefix = (0..<prefixLength).map { _ in UInt8(truncatingIfNeeded: rng.next() | 1) }
+                let run = (0..<runLength).map { _ in UInt8(truncatingIfNeeded: rng.next() | 1) }
+                var key = IndexKey(bytes: prefix)
+                run.withUnsafeBytes { key.append(contentsOf: $0) }
+                let what = "prefix \(prefixLength), run \(runLength)"
+                #expect(key.bytes == prefix + run, "\(what)")
+                #expect(key == IndexKey(bytes: prefix + run), "\(what)")
+                #expect(key.count == prefixLength + runLength, "\(what)")
+                #expect(key.hashValue == IndexKey(bytes: prefix + run).hashValue, "\(what)")
+            }
+        }
+    }
+
     /// Integers and UUIDs are written a word at a time into the inline words: after a
     /// prefix of every length, across word boundaries and into a spilled key, the key
     /// must hold exactly the bytes a byte-by-byte encoding would.

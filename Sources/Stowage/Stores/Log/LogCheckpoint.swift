@@ -384,7 +384,7 @@ struct LogCheckpoint: Equatable {
                     }
                     let suffixLength = try r.count(minimumSize: 1)
                     var key = last.prefix(Int(shared))
-                    for byte in try r.bytes(suffixLength) { key.append(byte) }
+                    try r.bytes(suffixLength).withUnsafeBytes { key.append(contentsOf: $0) }
                     if !entries.keys.isEmpty, !(last < key) {
                         throw LogDecodeError("checkpoint index entries of entity \(entityIndex) are not ascending")
                     }
