@@ -412,6 +412,38 @@ struct LogEncodingTests {
         if !CRC32C.usesHardware { print("CRC32C: no CRC instruction on this CPU; only the tables ran") }
     }
 
+    /// Strings are read back by decoding and comparing (`LogByteReader.validString`): it
+    /// must accept and refuse exactly what `String(validating:as:)` does, on ASCII, valid
+    /// multi-byte text, and bad sequences (stray continuation bytes, truncated sequences,
+    /// overlong encodings, surrogates, bytes past U+10FFFF), at every offset in a buffer.
+    @Test func stringsAreValidatedAsTheStandardLibraryDoes() {
+        let cases: [[UInt8]] = [
+            [], Array("Wool socks".utf8), Array("Zürich ✈︎ 東京 🧳".utf8), [0x80], [0x41, 0xBF, 0x42], [0xC3],
+            [0xE2, 0x9C], [0xF0, 0x9F, 0xA7], [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80],
+            [0xF4, 0x90, 0x80, 0x80], [0xFF], Array("eight by".utf8) + [0xC3] + Array("tes more".utf8),
+        ]
+        var random = SeededRandom(seed: 31)
+        var all = cases
+        for _ in 0..<3000 {
+            // Mostly valid text with, now and then, a random byte in it.
+            var bytes = Array(
+                String(
+                    (0..<Int.random(in: 0..<24, using: &random)).map { _ in "aZ9é✈東🧳".randomElement(using: &random)! }
+                )
+                .utf8)
+            if !bytes.isEmpty, Bool.random(using: &random) {
+                bytes[Int.random(in: 0..<bytes.count, using: &random)] = UInt8.random(in: 0...255, using: &random)
+            }
+            all.append(bytes)
+        }
+        for bytes in all {
+            let padded = [0x61, 0xE2] + bytes + [0x9C]
+            let expected = String(validating: bytes, as: UTF8.self)
+            #expect(LogByteReader.validString(padded, 2..<(2 + bytes.count)) == expected, "\(bytes)")
+            #expect(bytes.withUnsafeBytes { LogByteReader.isASCII($0) } == bytes.allSatisfy { $0 < 0x80 })
+        }
+    }
+
     @Test func varintsAndZigzagRoundTrip() throws {
         var random = SeededRandom(seed: 11)
         var writer = LogByteWriter()

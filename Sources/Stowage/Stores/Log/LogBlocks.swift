@@ -214,24 +214,24 @@ extension LogCodec {
         switch tag {
         case 0x00, 0x01, 0x02: return
         case 0x03, 0x04: _ = try r.varint()
-        case 0x05, 0x07: _ = try r.bytes(8)
-        case 0x06, 0x08, 0x0A, 0x0C: _ = try r.bytes(try r.count())
-        case 0x09: _ = try r.bytes(16)
+        case 0x05, 0x07: try r.skip(8)
+        case 0x06, 0x08, 0x0A, 0x0C: try r.skip(try r.count())
+        case 0x09: try r.skip(16)
         case 0x0B:
-            _ = try r.bytes(try r.count())
-            _ = try r.bytes(try r.count())
+            try r.skip(try r.count())
+            try r.skip(try r.count())
         case 0x0D, 0x0E:
             guard depth < maximumNesting else { throw LogDecodeError("values nest deeper than \(maximumNesting)") }
             for _ in 0..<(try r.count()) {
-                if tag == 0x0E { _ = try r.bytes(try r.count()) }
+                if tag == 0x0E { try r.skip(try r.count()) }
                 try skipValue(&r, depth: depth + 1)
             }
         case 0x0F:
             _ = try r.varint()
             _ = try r.zigzag()
         case 0x10:
-            _ = try r.bytes(try r.count())
-            if try r.u8() == 1 { _ = try r.bytes(try r.count()) }
+            try r.skip(try r.count())
+            if try r.u8() == 1 { try r.skip(try r.count()) }
             _ = try r.u8()
             _ = try r.varint()
         case 0x11:

@@ -122,12 +122,57 @@ struct LogByteReader {
         return bytes[position..<position + count]
     }
 
+    /// The next 16 bytes, as a UUID's.
+    mutating func uuid() throws -> uuid_t {
+        guard remaining >= 16 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
+        defer { position += 16 }
+        return bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: position, as: uuid_t.self) }
+    }
+
+    /// Moves past `count` bytes.
+    mutating func skip(_ count: Int) throws {
+        guard count >= 0, count <= remaining else { throw LogDecodeError("length \(count) exceeds the payload") }
+        position += count
+    }
+
     mutating func string() throws -> String {
         let length = try count()
-        let slice = try bytes(length)
-        guard let s = String(validating: slice, as: UTF8.self) else {
-            throw LogDecodeError("invalid UTF-8 at byte \(position - length)")
+        let start = position
+        try skip(length)
+        guard let s = Self.validString(bytes, start..<position) else {
+            throw LogDecodeError("invalid UTF-8 at byte \(start)")
         }
         return s
+    }
+
+    /// The string of `bytes[range]` when they are valid UTF-8, else `nil`.
+    ///
+    /// `String(validating:as:)` is not specialized for these types: it looked up generic
+    /// metadata twice a call, a tenth of reading a record back. Decoding (which would repair
+    /// bad bytes) and then comparing the result's bytes with the input validates as well,
+    /// and ASCII, which cannot be bad, skips the comparison.
+    static func validString(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
+        bytes.withUnsafeBufferPointer { all in
+            let slice = UnsafeBufferPointer(rebasing: all[range])
+            let decoded = String(decoding: slice, as: UTF8.self)
+            if isASCII(UnsafeRawBufferPointer(slice)) { return decoded }
+            var utf8 = decoded
+            return utf8.withUTF8 { $0.elementsEqual(slice) } ? decoded : nil
+        }
+    }
+
+    /// Whether every byte is below 0x80, eight at a time.
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var i = 0
+        var high: UInt64 = 0
+        while i + 8 <= bytes.count {
+            high |= bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            i += 8
+        }
+        while i < bytes.count {
+            high |= UInt64(bytes[i])
+            i += 1
+        }
+        return high & 0x8080_8080_8080_8080 == 0
     }
 }

@@ -716,13 +716,9 @@ enum LogCodec {
             let length = try r.count()
             return .data(Data(try r.bytes(length)))
         case 0x09:
-            let b = Array(try r.bytes(16))
-            return .uuid(
-                UUID(
-                    uuid: (
-                        b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-                        b[15]
-                    )))
+            // Loaded from the bytes where they lie: copying them into an array first was an
+            // allocation a record.
+            return .uuid(UUID(uuid: try r.uuid()))
         case 0x0A, 0x0B:
             let relative = try r.string()
             let base: URL?
