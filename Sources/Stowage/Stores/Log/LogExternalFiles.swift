@@ -67,8 +67,11 @@ struct LogExternalFiles: Sendable {
     /// - Throws: `corruptStore` naming the file when it is missing or differs.
     func read(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws -> Data {
         let path = path(reference.fileName(entityIndex: entityIndex, primaryKey: key))
-        let (fd, size) = try openChecked(reference, path: path, entity: entity, key: key)
+        guard let fd = try fs.open(path, mode: .existing) else {
+            throw Self.damaged(reference, path: path, entity: entity, key: key, "is missing")
+        }
         defer { fs.close(fd) }
+        let size = try Self.checkedLength(try fs.size(fd), reference, path, entity, key)
         let bytes = try fs.read(fd, count: Int(size), at: 0)
         guard bytes.count == Int(size), CRC32C.checksum(bytes) == reference.checksum else {
             throw Self.damaged(reference, path: path, entity: entity, key: key, "does not match its checksum")
@@ -77,33 +80,25 @@ struct LogExternalFiles: Sendable {
     }
 
     /// Checks that an external value's file is there with the length the log gives,
-    /// without reading it: opening a store checks every live value this way, and its
-    /// checksum is checked when it is read.
+    /// without reading it: opening a store checks every live value this way (one `stat`
+    /// each), and its checksum is checked when it is read.
     /// - Throws: `corruptStore` naming the file when it is missing or has another length.
     func check(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws {
         let path = path(reference.fileName(entityIndex: entityIndex, primaryKey: key))
-        fs.close(try openChecked(reference, path: path, entity: entity, key: key).fd)
+        _ = try Self.checkedLength(try fs.size(ofFileAt: path), reference, path, entity, key)
     }
 
-    /// Opens the value's file and checks its length.
-    private func openChecked(_ reference: LogExternalReference, path: String, entity: String, key: Int64) throws
-        -> (fd: Int32, size: Int64)
-    {
-        guard let fd = try fs.open(path, mode: .existing) else {
-            throw Self.damaged(reference, path: path, entity: entity, key: key, "is missing")
+    /// `size`, when the file exists (`size` is not `nil`) and has the length the log gives.
+    private static func checkedLength(
+        _ size: Int64?, _ reference: LogExternalReference, _ path: String, _ entity: String, _ key: Int64
+    ) throws -> Int64 {
+        guard let size else { throw damaged(reference, path: path, entity: entity, key: key, "is missing") }
+        guard UInt64(size) == reference.byteCount else {
+            throw damaged(
+                reference, path: path, entity: entity, key: key,
+                "has \(size) bytes where the log says \(reference.byteCount)")
         }
-        do {
-            let size = try fs.size(fd)
-            guard UInt64(size) == reference.byteCount else {
-                throw Self.damaged(
-                    reference, path: path, entity: entity, key: key,
-                    "has \(size) bytes where the log says \(reference.byteCount)")
-            }
-            return (fd, size)
-        } catch {
-            fs.close(fd)
-            throw error
-        }
+        return size
     }
 
     private static func damaged(

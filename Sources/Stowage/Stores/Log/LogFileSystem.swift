@@ -32,6 +32,9 @@ public protocol LogFileSystem: Sendable {
     func open(_ path: String, mode: LogOpenMode) throws -> Int32?
     /// The file's size in bytes.
     func size(_ fd: Int32) throws -> Int64
+    /// The size in bytes of the file at `path`, or `nil` when there is none. The default
+    /// opens, measures and closes it; ``POSIXLogFileSystem`` makes one `stat` call.
+    func size(ofFileAt path: String) throws -> Int64?
     /// Up to `count` bytes at `offset` (fewer only at the end of the file).
     func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8]
     /// Writes all of `bytes` at `offset`.
@@ -81,6 +84,15 @@ public struct POSIXLogFileSystem: LogFileSystem {
     public func size(_ fd: Int32) throws -> Int64 {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Self.failure("fstat", nil) }
+        return Int64(info.st_size)
+    }
+
+    public func size(ofFileAt path: String) throws -> Int64? {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { return nil }
+            throw Self.failure("stat", path)
+        }
         return Int64(info.st_size)
     }
 
@@ -163,6 +175,12 @@ public struct POSIXLogFileSystem: LogFileSystem {
 }
 
 extension LogFileSystem {
+    public func size(ofFileAt path: String) throws -> Int64? {
+        guard let fd = try open(path, mode: .existing) else { return nil }
+        defer { close(fd) }
+        return try size(fd)
+    }
+
     /// A second descriptor for the open file `fd` (`dup`), which the caller closes.
     public func duplicate(_ fd: Int32) throws -> Int32 {
         let copy = dup(fd)
