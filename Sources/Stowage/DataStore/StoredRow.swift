@@ -138,13 +138,22 @@ extension SnapshotTable {
     /// Whether an index of `entity` covers an `.externalStorage` attribute: then its keys
     /// need the external values, not only what the log holds.
     func indexesCoverExternalValues(of entity: String) -> Bool {
-        guard let records = entities[entity], let properties = schema.entitiesByName[entity]?.properties else {
-            return false
+        guard entities[entity] != nil, let found = schema.entitiesByName[entity] else { return false }
+        return !Self.indexedExternalPositions(of: found).isEmpty
+    }
+
+    /// The positions of `entity`'s external-storage properties that one of its indexes or
+    /// uniqueness constraints covers (the columns each ``EntityIndex`` is made with): their
+    /// values are needed to build and update those indexes.
+    static func indexedExternalPositions(of entity: Schema.Entity) -> Set<Int> {
+        var positions = Set<Int>()
+        for name in (entity.uniquenessConstraints + entity.indices).joined() {
+            guard let property = entity.property(named: name),
+                property.attribute?.options.contains(.externalStorage) == true
+            else { continue }
+            positions.insert(property.index)
         }
-        let columns = Set(records.indexes.flatMap(\.columns))
-        return properties.contains {
-            columns.contains($0.index) && $0.attribute?.options.contains(.externalStorage) == true
-        }
+        return positions
     }
 
     /// The snapshot a row that `prepared` replaces held, for taking its index entries out.

@@ -296,7 +296,11 @@ extension LogStore {
         // (a store of large values would otherwise read them all at every open); a value's
         // checksum is checked when it is read. Then the files nothing refers to go.
         let files = LogExternalFiles(fs: fs, logPath: path, parent: directory)
-        let indexed = replay.located ? Self.indexedColumns(schema) : nil
+        let indexed =
+            replay.located
+            ? Dictionary(
+                schema.entities.map { ($0.name, SnapshotTable.indexedExternalPositions(of: $0)) },
+                uniquingKeysWith: { a, _ in a }) : nil
         try replay.resolveExternalValues { entity, key, reference in
             let entityIndex = readMap.indexByName[entity] ?? -1
             if let indexed, indexed[entity]?.contains(reference.property) != true {
@@ -345,17 +349,6 @@ extension LogStore {
                 ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
             description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
             usedCheckpoint: indexEntries != nil || table != nil)
-    }
-
-    /// The positions of the properties each entity's indexes and uniqueness constraints
-    /// cover.
-    private static func indexedColumns(_ schema: Schema) -> [String: Set<Int>] {
-        var columns: [String: Set<Int>] = [:]
-        for entity in schema.entities {
-            let names = (entity.uniquenessConstraints + entity.indices).joined()
-            columns[entity.name] = Set(names.compactMap { entity.property(named: $0)?.index })
-        }
-        return columns
     }
 
     /// The live external value references a version 4 checkpoint gives, with the commits
