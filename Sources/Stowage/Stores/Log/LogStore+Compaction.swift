@@ -160,13 +160,36 @@ extension LogStore {
                 rebuilt.replaceRows(newRows, source: newReader)
             }
             if source.count > 0 {
-                let payload = try LogCheckpoint.payload(
+                // Written in pieces as it is encoded, like the one `checkpoint()` and closing
+                // write: a million records made a 44 MiB payload and a 34 MiB compressed
+                // copy, on top of the store and the file's new key directory.
+                let (spill, _) = pieces(of: .checkpoint, fd: fd, at: end)
+                let (tail, spilled) = try LogCheckpoint.spilledPayload(
                     of: rebuilt, transactionID: lastTransaction, map: newMap, versions: Int64(source.count),
-                    external: external)
-                let record = LogFormat.frame(type: .checkpoint, payload: payload, salt: header.salt, offset: end)
-                try fs.write(fd, record, at: end)
-                checkpointBytes = Int64(record.count)
-                end += Int64(record.count)
+                    external: external, spill: spill)
+                let length: Int
+                if spilled.count > 0 {
+                    length = spilled.count + tail.count
+                    guard length - LogFormat.frameSize <= LogFormat.maximumPayload else {
+                        throw DataStoreError(
+                            .unsupportedFeature, "a checkpoint of this size is larger than a log record can be")
+                    }
+                    if !tail.isEmpty { try fs.write(fd, tail, at: end + Int64(spilled.count)) }
+                    let frame = spilled.frame(
+                        type: .checkpoint, tail: tail, headroom: LogFormat.frameSize, salt: header.salt, offset: end)
+                    try fs.write(fd, frame, at: end)
+                } else {
+                    guard tail.count <= LogFormat.maximumPayload else {
+                        throw DataStoreError(
+                            .unsupportedFeature,
+                            "a checkpoint of \(tail.count) bytes is larger than a log record can be")
+                    }
+                    let record = LogFormat.frame(type: .checkpoint, payload: tail, salt: header.salt, offset: end)
+                    try fs.write(fd, record, at: end)
+                    length = record.count
+                }
+                checkpointBytes = Int64(length)
+                end += Int64(length)
             }
             try fs.sync(fd)
             try fs.rename(temporary, to: path)
