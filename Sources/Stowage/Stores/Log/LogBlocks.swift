@@ -198,49 +198,124 @@ extension LogCodec {
 }
 
 extension LogCodec {
-    /// Moves past one write (`u8 kind, snapshot`) without decoding it: for finding where
-    /// each write of a block starts. Only lengths are checked; decoding the write checks
-    /// the rest.
-    static func skipWrite(_ r: inout LogByteReader) throws {
-        guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
-        _ = try r.varint()
-        _ = try r.zigzag()
-        let count = try r.count()
-        for _ in 0..<count { try skipValue(&r, depth: 0) }
+    /// Where each of a block's `writes` writes (`u8 kind, snapshot`) starts in its
+    /// uncompressed `contents`, found by moving past each without decoding it; the writes
+    /// must end the contents exactly. Only lengths are checked (decoding a write checks the
+    /// rest), so that no length leads a read past the end.
+    ///
+    /// It reads the bytes through a pointer with every step inlined: reading a block back
+    /// for one record spent most of its time here when each byte went through
+    /// ``LogByteReader`` (a call, an array bounds check and an error path per byte).
+    static func writeStarts(_ contents: [UInt8], writes: Int) throws -> [Int32] {
+        var starts: [Int32] = []
+        starts.reserveCapacity(writes)
+        try contents.withUnsafeBytes { raw in
+            var s = LogSkipper(raw)
+            for _ in 0..<writes {
+                starts.append(Int32(truncatingIfNeeded: s.position))
+                guard try s.u8() <= 1 else { throw LogDecodeError("bad write kind") }
+                _ = try s.varint()
+                _ = try s.varint()
+                let count = try s.count()
+                for _ in 0..<count { try s.skipValue(depth: 0) }
+            }
+            guard s.position == raw.count else {
+                throw LogDecodeError("\(raw.count - s.position) bytes after its last write")
+            }
+        }
+        return starts
+    }
+}
+
+/// Moves through the values of `Formats/snapshot.md` without decoding them, never past the
+/// end of its bytes (``LogCodec/writeStarts(_:writes:)``).
+struct LogSkipper {
+    let bytes: UnsafeRawBufferPointer
+    private(set) var position = 0
+
+    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    private var end: LogDecodeError { LogDecodeError("unexpected end of payload at byte \(position)") }
+
+    @inline(__always)
+    mutating func u8() throws -> UInt8 {
+        guard position < bytes.count else { throw end }
+        let byte = bytes[position]
+        position &+= 1
+        return byte
     }
 
-    private static func skipValue(_ r: inout LogByteReader, depth: Int) throws {
-        let tag = try r.u8()
+    /// A varint, as ``LogByteReader/varint()`` reads it (at most 64 bits).
+    @inline(__always)
+    mutating func varint() throws -> UInt64 {
+        let first = try u8()
+        if first < 0x80 { return UInt64(first) }
+        var result = UInt64(first & 0x7F)
+        var shift: UInt64 = 7
+        while true {
+            let byte = try u8()
+            if shift == 63 && byte > 1 {
+                throw LogDecodeError("varint overflows 64 bits at byte \(position - 1)")
+            }
+            result |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return result }
+            shift += 7
+        }
+    }
+
+    /// A count no larger than the bytes left.
+    @inline(__always)
+    mutating func count() throws -> Int {
+        let v = try varint()
+        guard v <= UInt64(bytes.count - position) else {
+            throw LogDecodeError("count \(v) at byte \(position) exceeds the \(bytes.count - position) bytes left")
+        }
+        return Int(v)
+    }
+
+    @inline(__always)
+    mutating func skip(_ count: Int) throws {
+        guard count >= 0, count <= bytes.count - position else {
+            throw LogDecodeError("length \(count) exceeds the payload")
+        }
+        position &+= count
+    }
+
+    /// Moves past one value.
+    mutating func skipValue(depth: Int) throws {
+        let tag = try u8()
         switch tag {
         case 0x00, 0x01, 0x02: return
-        case 0x03, 0x04: _ = try r.varint()
-        case 0x05, 0x07: try r.skip(8)
-        case 0x06, 0x08, 0x0A, 0x0C: try r.skip(try r.count())
-        case 0x09: try r.skip(16)
+        case 0x06, 0x08, 0x0A, 0x0C: try skip(try count())
+        case 0x05, 0x07: try skip(8)
+        case 0x09: try skip(16)
+        case 0x03, 0x04: _ = try varint()
         case 0x0B:
-            try r.skip(try r.count())
-            try r.skip(try r.count())
+            try skip(try count())
+            try skip(try count())
         case 0x0D, 0x0E:
-            guard depth < maximumNesting else { throw LogDecodeError("values nest deeper than \(maximumNesting)") }
-            for _ in 0..<(try r.count()) {
-                if tag == 0x0E { try r.skip(try r.count()) }
-                try skipValue(&r, depth: depth + 1)
+            guard depth < LogCodec.maximumNesting else {
+                throw LogDecodeError("values nest deeper than \(LogCodec.maximumNesting)")
+            }
+            for _ in 0..<(try count()) {
+                if tag == 0x0E { try skip(try count()) }
+                try skipValue(depth: depth + 1)
             }
         case 0x0F:
-            _ = try r.varint()
-            _ = try r.zigzag()
+            _ = try varint()
+            _ = try varint()
         case 0x10:
-            try r.skip(try r.count())
-            if try r.u8() == 1 { try r.skip(try r.count()) }
-            _ = try r.u8()
-            _ = try r.varint()
+            try skip(try count())
+            if try u8() == 1 { try skip(try count()) }
+            _ = try u8()
+            _ = try varint()
         case 0x11:
             guard depth == 0 else { throw LogDecodeError("an external reference inside a value") }
-            _ = try r.varint()
-            _ = try r.varint()
-            _ = try r.u32()
+            _ = try varint()
+            _ = try varint()
+            try skip(4)
         default:
-            throw LogDecodeError("unknown value tag \(tag) at byte \(r.position - 1)")
+            throw LogDecodeError("unknown value tag \(tag) at byte \(position - 1)")
         }
     }
 }

@@ -132,14 +132,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         guard stored.count == header.storedLength else { throw damaged(offset, "the file ends inside it") }
         do {
             let contents = try LogBlocks.contents(header, headerBytes: headerBytes[...], stored: stored[...])
-            var slots: [Int32] = []
-            slots.reserveCapacity(header.writes)
-            var r = LogByteReader(contents)
-            for _ in 0..<header.writes {
-                slots.append(Int32(r.position))
-                try LogCodec.skipWrite(&r)
-            }
-            guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after its last write") }
+            let slots = try LogCodec.writeStarts(contents, writes: header.writes)
             return CachedBlock(contents: contents, slots: slots, decoded: nil)
         } catch {
             throw damaged(offset, "\(error)")
