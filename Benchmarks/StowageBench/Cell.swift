@@ -202,6 +202,7 @@ final class CellRunner {
                 durability: store == .logFull ? .full : .relaxed)
             // The same memory budget as SQLite's page cache, when one is set.
             if spec.sqliteCacheMiB > 0 { configuration.cacheCapacity = spec.sqliteCacheMiB << 20 }
+            configuration.blockBytes = spec.blockKiB << 10
             return try ModelContainer(for: [Trip.self], configurations: [configuration])
         }
     }

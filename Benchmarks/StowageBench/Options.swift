@@ -110,6 +110,8 @@ let usage = """
       --sqlite-cache-mib M  SQLite page cache for file databases, and the same budget for
                             the log stores' block cache (default 1024; 0 keeps SQLite's
                             default of 2 MiB and the log store's of 32 MiB)
+      --block-kib K         the log stores' block size (LogStoreConfiguration.blockBytes;
+                            default 16)
       --uniform-notes       notes of one repeated letter instead of random letters (LZ4
                             shrinks them to almost nothing, which flatters bytes on disk)
       --btree               also run btree-bench (next to this executable) and include its tables
@@ -131,6 +133,7 @@ struct Options {
     var rangeFetches = 1000
     var singleSaves: Int?
     var sqliteCacheMiB = 1024
+    var blockKiB = 16
     var btree = false
     var randomNotes = true
     var out: String?
@@ -197,6 +200,7 @@ struct Options {
             case "--range-fetches": rangeFetches = try count(try value())
             case "--single-saves": singleSaves = try count(try value())
             case "--sqlite-cache-mib": sqliteCacheMiB = try count(try value(), minimum: 0)
+            case "--block-kib": blockKiB = try count(try value(), minimum: 1)
             case "--btree": btree = true
             case "--uniform-notes": randomNotes = false
             case "--out": out = try value()
@@ -238,6 +242,8 @@ struct CellSpec: Codable, Sendable, Hashable {
     var shape: WorkloadShape
     var runs: Int
     var sqliteCacheMiB: Int
+    /// The log stores' block size in KiB.
+    var blockKiB = 16
     /// Waits for a line on standard input before each run (the warm-up too) and prints
     /// `ran K` after it, so that the parent can alternate a store's runs with its peer's.
     var lockstep = false
@@ -245,11 +251,15 @@ struct CellSpec: Codable, Sendable, Hashable {
     var store: StoreKind? { StoreKind(rawValue: system) }
     var peer: PeerKind? { PeerKind(rawValue: system) }
 
-    init(system: String, shape: WorkloadShape, runs: Int, sqliteCacheMiB: Int, lockstep: Bool = false) {
+    init(
+        system: String, shape: WorkloadShape, runs: Int, sqliteCacheMiB: Int, blockKiB: Int = 16,
+        lockstep: Bool = false
+    ) {
         self.system = system
         self.shape = shape
         self.runs = runs
         self.sqliteCacheMiB = sqliteCacheMiB
+        self.blockKiB = blockKiB
         self.lockstep = lockstep
     }
 
@@ -257,7 +267,7 @@ struct CellSpec: Codable, Sendable, Hashable {
     var argument: String {
         "system=\(system),n=\(shape.n),runs=\(runs),point=\(shape.pointFetches),range=\(shape.rangeFetches),"
             + "singles=\(shape.singleSaves),seed=\(shape.seed),notes=\(shape.randomNotes ? "random" : "uniform"),"
-            + "cache=\(sqliteCacheMiB),step=\(lockstep ? 1 : 0)"
+            + "cache=\(sqliteCacheMiB),block=\(blockKiB),step=\(lockstep ? 1 : 0)"
     }
 
     init(parsing text: String) throws {
@@ -282,6 +292,7 @@ struct CellSpec: Codable, Sendable, Hashable {
             randomNotes: fields["notes"] != "uniform")
         runs = try number("runs")
         sqliteCacheMiB = try number("cache")
+        blockKiB = fields["block"] == nil ? 16 : try number("block")
         lockstep = fields["step"] == "1"
         guard shape.n >= 100 else { throw UsageError(message: "--cell: n must be at least 100") }
     }

@@ -249,7 +249,7 @@ for n in options.ns {
             let (stowage, sqlite) = try runPair(
                 CellSpec(
                     system: store.rawValue, shape: shape, runs: runs, sqliteCacheMiB: options.sqliteCacheMiB,
-                    lockstep: true),
+                    blockKiB: options.blockKiB, lockstep: true),
                 CellSpec(
                     system: store.peer.rawValue, shape: shape, runs: runs, sqliteCacheMiB: options.sqliteCacheMiB,
                     lockstep: true))

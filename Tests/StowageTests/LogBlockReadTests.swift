@@ -24,10 +24,11 @@ struct LogBlockReadTests {
     static let schema = Schema([Person.self, Chore.self])
 
     static func open(
-        _ url: URL, cacheCapacity: Int = 32 << 20, checkpointOnClose: Bool = true
+        _ url: URL, cacheCapacity: Int = 32 << 20, checkpointOnClose: Bool = true, blockBytes: Int? = nil
     ) throws -> (container: ModelContainer, store: LogStore) {
         var configuration = LogStoreConfiguration(schema: schema, url: url)
         configuration.cacheCapacity = cacheCapacity
+        if let blockBytes { configuration.blockBytes = blockBytes }
         configuration.checkpoints = checkpointOnClose ? .init(minimumCommitBytes: 0) : nil
         configuration.automaticCompaction = nil
         let container = try ModelContainer(for: schema, configurations: [configuration])
@@ -198,6 +199,64 @@ struct LogBlockReadTests {
         #expect(cached.blocks == blocks.count && cached.writes == 5000)
         #expect(try Self.emails(store) == emails)
         #expect(store.readStatistics.blockReads == reads)
+    }
+
+    /// The uncompressed length of each block that holds people, in file order: after a
+    /// scan, with a cache that holds every block.
+    static func blockLengths(_ store: LogStore) throws -> [Int] {
+        let reader = try #require(store.reader)
+        var lengths: [Int] = []
+        for offset in personBlocks(store).sorted() {
+            let block = try #require(reader.cache.withLock { $0.get(offset) })
+            lengths.append(block.length)
+        }
+        return lengths
+    }
+
+    /// `blockBytes` sets where a save closes a block: with 4 KiB the same people take about
+    /// four times the blocks of the default 16 KiB, none longer than 4 KiB plus one record;
+    /// they read back the same, also after reopening with another size; compaction rewrites
+    /// the blocks at the size configured then; and a size below 1 KiB is raised to 1 KiB.
+    @Test func theBlockSizeIsWhereASaveClosesABlock() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let defaultBlocks: Int
+        do {
+            let other = LogTestDirectory.fresh()
+            defer { other.remove() }
+            let (container, store) = try Self.open(other.storeURL, cacheCapacity: 64 << 20)
+            try Self.insertPeople(5000, into: container)
+            defaultBlocks = Self.personBlocks(store).count
+            store.close()
+        }
+        let expected: [String]
+        do {
+            let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 20, blockBytes: 4096)
+            try Self.insertPeople(5000, into: container)
+            let blocks = Self.personBlocks(store).count
+            #expect(blocks >= 3 * defaultBlocks && blocks <= 5 * defaultBlocks, "\(blocks) vs \(defaultBlocks)")
+            expected = try Self.emails(store)
+            store.close()
+        }
+        #expect(expected.count == 5000)
+        let (_, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 20, blockBytes: 2048)
+        #expect(try Self.emails(store) == expected)
+        let lengths = try Self.blockLengths(store)
+        #expect(lengths.allSatisfy { $0 < 4096 + 100 } && lengths.dropLast().allSatisfy { $0 >= 4096 })
+        try store.compact()
+        #expect(try Self.emails(store) == expected)
+        let compacted = try Self.blockLengths(store)
+        #expect(compacted.allSatisfy { $0 < 2048 + 100 } && compacted.dropLast().allSatisfy { $0 >= 2048 })
+        store.close()
+
+        let tiny = LogTestDirectory.fresh()
+        defer { tiny.remove() }
+        let (container, tinyStore) = try Self.open(tiny.storeURL, cacheCapacity: 64 << 20, blockBytes: 1)
+        try Self.insertPeople(500, into: container)
+        #expect(try Self.emails(tinyStore).count == 500)
+        let tinyLengths = try Self.blockLengths(tinyStore)
+        #expect(tinyLengths.count > 5)
+        #expect(tinyLengths.dropLast().allSatisfy { $0 >= 1024 && $0 < 1024 + 100 }, "\(tinyLengths)")
     }
 
     @Test func aCheckpointFollowedByCommitsIsUsedAndTheCommitsApplied() throws {

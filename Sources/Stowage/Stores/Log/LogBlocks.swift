@@ -5,8 +5,11 @@ import Foundation
 /// back by location without the rest of its commit.
 enum LogBlocks {
     static let headerSize = 16
-    /// A writer closes a block once its contents reach this many bytes.
+    /// A writer closes a block once its contents reach this many bytes, unless the store is
+    /// configured otherwise (``LogStoreConfiguration/blockBytes``).
     static let targetBytes = 16 << 10
+    /// The block sizes a store may be configured with.
+    static let targetRange = 1024...(1 << 20)
     static let maximumWrites = RecordLocation.slotsPerBlock
 
     /// A block's header, checked.
@@ -138,10 +141,11 @@ extension LogCodec {
     static func encodeBlocks(
         _ commit: LogCommit, into w: inout LogByteWriter, map: LogEntityMap,
         external: ((Int, Int) -> LogExternalReference?)?, keepContents: Int, headroom: Int = 0,
-        spill: LogCommitSpill? = nil, spilled: inout LogSpilled
+        spill: LogCommitSpill? = nil, spilled: inout LogSpilled, blockBytes: Int = LogBlocks.targetBytes
     ) throws -> [LogEncodedBlock] {
         var blocks: [LogEncodedBlock] = []
-        var contents = LogByteWriter(capacity: LogBlocks.targetBytes + 1024)
+        let target = min(max(blockBytes, LogBlocks.targetRange.lowerBound), LogBlocks.targetRange.upperBound)
+        var contents = LogByteWriter(capacity: target + 1024)
         var slots: [Int32] = []
         var pending = 0
         var kept = 0
@@ -190,7 +194,7 @@ extension LogCodec {
                 write.snapshot, key: write.key, entity: write.entity, into: &contents, map: map,
                 external: external.map { lookup in { lookup(position, $0) } }, entityIndex: index)
             pending += 1
-            if contents.bytes.count >= LogBlocks.targetBytes || pending == LogBlocks.maximumWrites { try flush() }
+            if contents.bytes.count >= target || pending == LogBlocks.maximumWrites { try flush() }
         }
         try flush()
         return blocks

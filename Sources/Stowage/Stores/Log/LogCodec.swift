@@ -381,9 +381,10 @@ enum LogCodec {
     ///   position and property position), instead of its value; `nil` writes the value.
     /// - Parameter keepContents: version 4: how many uncompressed bytes of the last blocks
     ///   to keep in the result, for the cache.
+    /// - Parameter blockBytes: version 4: the uncompressed bytes at which a block is closed.
     static func encodeCommit(
         _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil,
-        keepContents: Int = 0, spill: LogCommitSpill? = nil
+        keepContents: Int = 0, spill: LogCommitSpill? = nil, blockBytes: Int = LogBlocks.targetBytes
     ) throws -> LogEncodedCommit {
         let headroom = map.formatVersion >= 4 ? LogFormat.frameSize : 0
         // Room for a typical record (a few hundred bytes), so that a large commit's buffer is
@@ -408,7 +409,7 @@ enum LogCodec {
             var spilled = LogSpilled()
             let blocks = try encodeBlocks(
                 commit, into: &w, map: map, external: external, keepContents: keepContents, headroom: headroom,
-                spill: spill, spilled: &spilled)
+                spill: spill, spilled: &spilled, blockBytes: blockBytes)
             return LogEncodedCommit(
                 bytes: w.bytes, headroom: headroom, blocks: blocks, formatVersion: map.formatVersion, spilled: spilled)
         }

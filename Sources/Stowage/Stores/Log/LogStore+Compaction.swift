@@ -130,7 +130,8 @@ extension LogStore {
                 created += values.files.map(\.name)
                 for (slot, reference) in values.slots { external[slot] = reference }
                 var encoded = try LogCodec.encodeCommit(
-                    commit, map: newMap, external: values.references.isEmpty ? nil : { values.references[$0]?[$1] })
+                    commit, map: newMap, external: values.references.isEmpty ? nil : { values.references[$0]?[$1] },
+                    blockBytes: configuration.blockBytes)
                 let record = encoded.takeRecord(salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
                 if header.version >= 4 {

@@ -269,7 +269,8 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             var encoded = try LogCodec.encodeCommit(
                 commit, map: map.with(formatVersion: w.formatVersion),
                 external: external.references.isEmpty ? nil : { external.references[$0]?[$1] },
-                keepContents: located ? configuration.cacheCapacity : 0, spill: located ? spill : nil)
+                keepContents: located ? configuration.cacheCapacity : 0, spill: located ? spill : nil,
+                blockBytes: configuration.blockBytes)
             if encoded.spilled.count > 0 {
                 let (tail, frame) = encoded.finishSpilled(salt: w.salt, offset: start)
                 try appendSpilled(&w, spilled: encoded.spilled.count, tail: tail, frame: frame)
@@ -648,6 +649,21 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// 48 (a block a save wrote keeps only its decoded writes). A read that misses reads
     /// one block from the file. SwiftData has no such setting.
     public var cacheCapacity: Int = 32 << 20
+    /// The uncompressed bytes at which a save closes a block of records and starts the next
+    /// (`Formats/log.md`, "Commit record"; 16 KiB, kept between 1 KiB and 1 MiB).
+    ///
+    /// A read that misses the cache reads, checks, decompresses and walks one whole block
+    /// for its record: with a cache much smaller than the store, smaller blocks make each
+    /// such read cheaper, while larger ones compress a little better, make full scans a
+    /// little faster and cost the cache a little less for each record it holds. In the
+    /// benchmark at a million records with the default cache, 4 KiB blocks took a point
+    /// fetch from 18 to 10 µs and equality and range fetches about 1.5× faster, full scans
+    /// 0–20% slower, with 2% more bytes on disk (and, in one run with a 1 GiB cache, 30 MiB
+    /// more peak memory).
+    /// Readers accept blocks of any size, so it can change between opens; it applies to
+    /// what is written from then on, and compaction rewrites every record with it. SwiftData
+    /// has no such setting; RocksDB's `block_size` is the same trade.
+    public var blockBytes: Int = 16 << 10
     /// The most zero bytes a store writes after its last record whenever a record grows
     /// the file (`Formats/log.md`, "Writing"): an eighth of the file, at least 4 KiB, up to
     /// this. A save whose record fits in them leaves the file's size unchanged, so its
