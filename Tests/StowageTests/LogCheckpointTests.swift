@@ -366,9 +366,12 @@ struct LogCheckpointTests {
     }
 
     /// A checkpoint larger than `commitChunkBytes` goes to the file in pieces, raw, frame
-    /// last: its payload is the one written whole, and the next open loads it. Pieces of
-    /// 256 bytes make a small store's checkpoint take that path.
-    @Test func aCheckpointWrittenInPiecesIsRawAndTheNextOpenLoadsIt() throws {
+    /// last, whether closing or compaction writes it: its payload is the one written whole,
+    /// and the next open loads it. Pieces of 256 bytes make a small store's checkpoint take
+    /// that path. (Built whole, a million records' checkpoint held 44 MiB and its 34 MiB
+    /// compressed copy at once.)
+    @Test(arguments: [false, true])
+    func aCheckpointWrittenInPiecesIsRawAndTheNextOpenLoadsIt(compacting: Bool) throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let opened = try Self.open(directory.storeURL, chunk: 256)
@@ -376,6 +379,10 @@ struct LogCheckpointTests {
         try Self.fill(opened)
         let indexes = Self.indexes(store)
         let answers = try Self.queries(opened)
+        if compacting {
+            try store.compact()
+            #expect(store.checkpointState.endsWithCheckpoint)
+        }
         let (transaction, versions, external) = store.writer.withLock {
             ($0.lastCommitTransaction, $0.versions, $0.external)
         }
@@ -387,59 +394,22 @@ struct LogCheckpointTests {
         let length = store.fileLength
         store.close()
         let bytes = [UInt8](try Data(contentsOf: directory.storeURL))
-        // The record offsets, then the end: the checkpoint is the last record, after the last commit.
+        // The record offsets, then the end: the checkpoint is the last record. Closing
+        // appends it after the last commit; after a compaction it is there already.
         let offsets = try LogStore.recordOffsets(ofFileAt: directory.storeURL)
-        #expect(offsets.dropLast().last == length && offsets.last == Int64(bytes.count))
-        let offset = Int(length)
+        #expect(offsets.last == Int64(bytes.count))
+        let start = try #require(offsets.dropLast().last)
+        #expect(compacting ? Int64(bytes.count) == length : start == length)
+        let offset = Int(start)
         let frame = Array(bytes[offset..<offset + LogFormat.frameSize])
         let stored = frame[0..<4].reversed().reduce(0) { $0 << 8 | Int($1) }
         #expect(frame[4] == LogFormat.RecordType.checkpoint.rawValue)
         #expect(frame[5] & 1 == 0, "a checkpoint written in pieces is raw")
         let payloadStart = offset + LogFormat.frameSize
-        #expect(Array(bytes[payloadStart..<payloadStart + stored]) == expected)
-
-        let reopened = try Self.open(directory.storeURL, recovery: .strict, chunk: 256)
-        #expect(reopened.store.openedFromCheckpoint)
-        #expect(Self.indexes(reopened.store) == indexes)
-        #expect(try Self.queries(reopened) == answers)
-    }
-
-    /// Compaction writes its checkpoint in pieces too, raw, frame last: the new file ends
-    /// with it, its payload is the compacted table's checkpoint, and the next open loads
-    /// it. (Built whole, a million records' checkpoint held 44 MiB and its 34 MiB
-    /// compressed copy at once.)
-    @Test func aCompactionWritesItsCheckpointInPieces() throws {
-        let directory = LogTestDirectory.fresh()
-        defer { directory.remove() }
-        let opened = try Self.open(directory.storeURL, chunk: 256)
-        let store = opened.store
-        try Self.fill(opened)
-        let indexes = Self.indexes(store)
-        let answers = try Self.queries(opened)
-        try store.compact()
-        #expect(store.checkpointState.endsWithCheckpoint)
-        let (transaction, versions, external) = store.writer.withLock {
-            ($0.lastCommitTransaction, $0.versions, $0.external)
-        }
-        let expected = try store.withTable { table in
-            try LogCheckpoint.payload(
-                of: table, transactionID: transaction, map: store.map, versions: versions, external: external)
-        }
-        #expect(expected.count > 4 * 256, "the checkpoint takes several pieces")
-        let bytes = [UInt8](try Data(contentsOf: directory.storeURL))
-        let offsets = try LogStore.recordOffsets(ofFileAt: directory.storeURL)
-        let offset = try #require(offsets.dropLast().last.map(Int.init))
-        #expect(offsets.last == store.fileLength)
-        let frame = Array(bytes[offset..<offset + LogFormat.frameSize])
-        let stored = frame[0..<4].reversed().reduce(0) { $0 << 8 | Int($1) }
-        #expect(frame[4] == LogFormat.RecordType.checkpoint.rawValue)
-        #expect(frame[5] & 1 == 0, "a checkpoint written in pieces is raw")
-        let payloadStart = offset + LogFormat.frameSize
-        #expect(payloadStart + stored == Int(store.fileLength))
+        #expect(payloadStart + stored == bytes.count)
         let same =
-            bytes.count >= payloadStart + stored && Array(bytes[payloadStart..<payloadStart + stored]) == expected
-        #expect(same, "the record's payload is the compacted table's checkpoint")
-        store.close()
+            payloadStart + stored <= bytes.count && Array(bytes[payloadStart..<payloadStart + stored]) == expected
+        #expect(same, "the record's payload is the table's checkpoint")
 
         let reopened = try Self.open(directory.storeURL, recovery: .strict, chunk: 256)
         #expect(reopened.store.openedFromCheckpoint)
@@ -447,93 +417,76 @@ struct LogCheckpointTests {
         #expect(try Self.queries(reopened) == answers)
     }
 
-    /// A write that fails anywhere in a compaction whose checkpoint goes in pieces fails
-    /// `compact()` with `.ioFailure` and leaves the old file: the store goes on saving,
-    /// no temporary file is left, and reopening strictly finds every save.
-    @Test func aFailedWriteInACompactionsCheckpointPiecesLeavesTheOldFile() throws {
+    /// Runs `operation` on a store of 20 people and 20 chores whose large records go in
+    /// pieces of 256 bytes: once to count its writes, then once with each of them failing.
+    /// Each time `operation` must fail with `.ioFailure` and leave the file's length and the
+    /// indexes as they were (`failed` checks more), the store must go on saving, and a
+    /// strict reopen must find every save (`reopened` checks more).
+    static func failingEachWrite(
+        of operation: (LogStore) throws -> Void, _ what: String, minimumWrites: Int,
+        failed: (LogStore, URL, Int) -> Void, reopened: (LogStore, Int) -> Void
+    ) throws {
         let calls: Int
         do {
             let directory = LogTestDirectory.fresh()
             defer { directory.remove() }
             let fs = FaultInjectingFileSystem()
-            let opened = try Self.open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
-            try Self.fill(opened, people: 20, chores: 20)
+            let opened = try open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
+            try fill(opened, people: 20, chores: 20)
             let before = fs.calls(.write)
-            try opened.store.compact()
+            try operation(opened.store)
             calls = fs.calls(.write) - before
         }
-        #expect(calls > 5, "the compaction wrote its checkpoint in several pieces")
+        #expect(calls > minimumWrites, "\(what) was written in \(calls) pieces")
         for n in 1...calls {
             let directory = LogTestDirectory.fresh()
             defer { directory.remove() }
             let fs = FaultInjectingFileSystem()
-            let opened = try Self.open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
+            let opened = try open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
             let store = opened.store
-            try Self.fill(opened, people: 20, chores: 20)
-            let indexes = Self.indexes(store)
+            try fill(opened, people: 20, chores: 20)
+            let indexes = indexes(store)
             let length = store.fileLength
             fs.arm(.write, failOn: n)
             do {
-                try store.compact()
-                Issue.record("n \(n): the compaction did not fail")
+                try operation(store)
+                Issue.record("n \(n): \(what) did not fail")
             } catch let error as DataStoreError {
                 #expect(error.code == .ioFailure, "n \(n): \(error)")
             }
             fs.disarm()
             #expect(store.fileLength == length, "n \(n)")
             #expect(Self.indexes(store) == indexes, "n \(n)")
-            #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"), "n \(n)")
+            failed(store, directory.storeURL, n)
             let context = ModelContext(opened.container)
             context.insert(Person(email: "after@example.com", name: "After"))
             try context.save()
             store.close()
-            let reopened = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
-            #expect(reopened.store.withTable { $0.count } == 31, "n \(n)")
+            let again = try open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
+            #expect(again.store.withTable { $0.count } == 31, "n \(n)")
+            reopened(again.store, n)
         }
     }
 
+    /// A write that fails anywhere in a compaction whose checkpoint goes in pieces fails
+    /// `compact()` and leaves the old file, and no temporary file.
+    @Test func aFailedWriteInACompactionsCheckpointPiecesLeavesTheOldFile() throws {
+        try Self.failingEachWrite(
+            of: { try $0.compact() }, "the compaction", minimumWrites: 5,
+            failed: { _, url, n in
+                #expect(!FileManager.default.fileExists(atPath: url.path + ".compact"), "n \(n)")
+            },
+            reopened: { _, _ in })
+    }
+
     /// A write that fails anywhere in a checkpoint written in pieces fails `checkpoint()`
-    /// with `.ioFailure` and cuts the pieces back off: the store goes on saving, and
-    /// reopening strictly finds every save.
+    /// and cuts the pieces back off: the file does not end with a checkpoint, and the next
+    /// open does not load one.
     @Test func aFailedWriteInACheckpointWrittenInPiecesCutsItOff() throws {
-        let calls: Int
-        do {
-            let directory = LogTestDirectory.fresh()
-            defer { directory.remove() }
-            let fs = FaultInjectingFileSystem()
-            let opened = try Self.open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
-            try Self.fill(opened, people: 20, chores: 20)
-            let before = fs.calls(.write)
-            try opened.store.checkpoint()
-            calls = fs.calls(.write) - before
-        }
-        #expect(calls > 3, "the checkpoint was written in several pieces")
-        for n in 1...calls {
-            let directory = LogTestDirectory.fresh()
-            defer { directory.remove() }
-            let fs = FaultInjectingFileSystem()
-            let opened = try Self.open(directory.storeURL, minimumCommitBytes: nil, fileSystem: fs, chunk: 256)
-            let store = opened.store
-            try Self.fill(opened, people: 20, chores: 20)
-            let length = store.fileLength
-            fs.arm(.write, failOn: n)
-            do {
-                try store.checkpoint()
-                Issue.record("n \(n): the checkpoint did not fail")
-            } catch let error as DataStoreError {
-                #expect(error.code == .ioFailure, "n \(n): \(error)")
-            }
-            fs.disarm()
-            #expect(store.fileLength == length, "n \(n)")
-            #expect(!store.checkpointState.endsWithCheckpoint, "n \(n)")
-            let context = ModelContext(opened.container)
-            context.insert(Person(email: "after@example.com", name: "After"))
-            try context.save()
-            store.close()
-            let reopened = try Self.open(directory.storeURL, minimumCommitBytes: nil, recovery: .strict)
-            #expect(reopened.store.withTable { $0.count } == 31, "n \(n)")
-            #expect(!reopened.store.openedFromCheckpoint, "n \(n)")
-        }
+        try Self.failingEachWrite(
+            of: { try $0.checkpoint() }, "the checkpoint", minimumWrites: 3,
+            failed: { store, _, n in #expect(!store.checkpointState.endsWithCheckpoint, "n \(n)") },
+            reopened: { store, n in #expect(!store.openedFromCheckpoint, "n \(n)") })
     }
 
     /// The payload a store writes, straight from its table, is the bytes of the checkpoint
