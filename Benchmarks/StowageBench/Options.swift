@@ -123,6 +123,9 @@ let usage = """
     run in child processes of their own, so each peak resident memory is its own.
     """
 
+/// `LogStoreConfiguration.blockBytes`'s default, in KiB.
+let defaultBlockKiB = 16
+
 struct Options {
     var ns = [10_000, 100_000, 1_000_000]
     var stores = StoreKind.allCases
@@ -133,7 +136,7 @@ struct Options {
     var rangeFetches = 1000
     var singleSaves: Int?
     var sqliteCacheMiB = 1024
-    var blockKiB = 16
+    var blockKiB = defaultBlockKiB
     var btree = false
     var randomNotes = true
     var out: String?
@@ -243,7 +246,7 @@ struct CellSpec: Codable, Sendable, Hashable {
     var runs: Int
     var sqliteCacheMiB: Int
     /// The log stores' block size in KiB.
-    var blockKiB = 16
+    var blockKiB = defaultBlockKiB
     /// Waits for a line on standard input before each run (the warm-up too) and prints
     /// `ran K` after it, so that the parent can alternate a store's runs with its peer's.
     var lockstep = false
@@ -252,7 +255,7 @@ struct CellSpec: Codable, Sendable, Hashable {
     var peer: PeerKind? { PeerKind(rawValue: system) }
 
     init(
-        system: String, shape: WorkloadShape, runs: Int, sqliteCacheMiB: Int, blockKiB: Int = 16,
+        system: String, shape: WorkloadShape, runs: Int, sqliteCacheMiB: Int, blockKiB: Int = defaultBlockKiB,
         lockstep: Bool = false
     ) {
         self.system = system
@@ -292,7 +295,7 @@ struct CellSpec: Codable, Sendable, Hashable {
             randomNotes: fields["notes"] != "uniform")
         runs = try number("runs")
         sqliteCacheMiB = try number("cache")
-        blockKiB = fields["block"] == nil ? 16 : try number("block")
+        blockKiB = fields["block"] == nil ? defaultBlockKiB : try number("block")
         lockstep = fields["step"] == "1"
         guard shape.n >= 100 else { throw UsageError(message: "--cell: n must be at least 100") }
     }

@@ -258,7 +258,7 @@ struct BlockCache {
     /// each read decodes its write again. Keeping them decoded too made reads past the
     /// capacity evict decoded writes read long before, cold, and freeing those took a
     /// quarter of a scan's time; with the default 32 MiB, ten unindexed counts over 100,000
-    /// records took 0.67–0.95 s that way, and 0.11–0.17 s keeping bytes (which then hold
+    /// records took 0.82–0.96 s that way, and 0.14–0.17 s keeping bytes (which then hold
     /// every record: no block is read from the file again). A decoded write is never the
     /// cause of an eviction either.
     mutating func setDecoded(_ offset: Int64, slot: Int, _ snapshot: DefaultSnapshot, cost: Int) {

@@ -663,7 +663,7 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// Readers accept blocks of any size, so it can change between opens; it applies to
     /// what is written from then on, and compaction rewrites every record with it. SwiftData
     /// has no such setting; RocksDB's `block_size` is the same trade.
-    public var blockBytes: Int = 16 << 10
+    public var blockBytes: Int = LogBlocks.targetBytes
     /// The most zero bytes a store writes after its last record whenever a record grows
     /// the file (`Formats/log.md`, "Writing"): an eighth of the file, at least 4 KiB, up to
     /// this. A save whose record fits in them leaves the file's size unchanged, so its
