@@ -211,10 +211,14 @@ public struct SnapshotTable: Sendable {
         }
         if plan.sort.isEmpty, case .fullScan = plan.access, let residual = plan.residual {
             let compiled = CompiledPredicate(residual, root: query.rootVariable)
+            // Only the properties the predicate reads are decoded, where the store can.
+            let columns = CompiledPredicate.columns(residual, root: query.rootVariable)
             var evaluator = QueryEvaluator(resolve: { try self.snapshot(for: $0) })
             var total = 0
             for (key, row) in records.rows
-            where try compiled.matches(try resolve(row, entity: query.entity.name, key: key), &evaluator) {
+            where try compiled.matches(
+                try resolve(row, entity: query.entity.name, key: key, columns: columns), &evaluator)
+            {
                 total += 1
             }
             return window(total, plan)

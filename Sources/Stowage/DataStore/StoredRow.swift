@@ -62,13 +62,53 @@ public protocol SnapshotSource: AnyObject, Sendable {
     /// keys of an entity whose indexes cover none of them, without reading their files.
     func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
         -> DefaultSnapshot
+
+    /// The record with at least its values at `columns`; the others may be left `.null`.
+    /// For testing a predicate that reads only those properties of the record: a source
+    /// that decodes records can skip the rest. Such a snapshot is never a model's.
+    func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
+        -> DefaultSnapshot
 }
 
 extension SnapshotSource {
+    public func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
+        -> DefaultSnapshot
+    {
+        try snapshot(entity: entity, key: key, at: location)
+    }
+
     public func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
         -> DefaultSnapshot
     {
         try snapshot(entity: entity, key: key, at: location)
+    }
+}
+
+/// Which values of a snapshot a reader needs, by property position.
+public struct SnapshotColumns: Sendable, Equatable {
+    /// Positions 0 to 63, a bit each; positions from 64 on are always included.
+    let mask: UInt64
+
+    /// Every value.
+    public static let all = SnapshotColumns(mask: .max)
+
+    init(mask: UInt64) { self.mask = mask }
+
+    /// The values at `positions`.
+    public init(_ positions: some Sequence<Int>) {
+        var mask: UInt64 = 0
+        for position in positions {
+            if position >= 64 { continue }
+            if position < 0 { continue }
+            mask |= 1 << UInt64(position)
+        }
+        self.mask = mask
+    }
+
+    public var isAll: Bool { mask == .max }
+
+    public func contains(_ position: Int) -> Bool {
+        position >= 64 || (position >= 0 && mask & (1 << UInt64(position)) != 0)
     }
 }
 
@@ -187,6 +227,15 @@ extension SnapshotTable {
             }
             return try source.snapshot(entity: entity, key: key, at: location)
         }
+    }
+
+    /// The snapshot of a row with at least its values at `columns` (see
+    /// ``SnapshotSource/snapshot(entity:key:at:columns:)``): only for testing a predicate.
+    func resolve(_ row: StoredRow, entity: String, key: Int64, columns: SnapshotColumns) throws -> DefaultSnapshot {
+        guard !columns.isAll, case .location(let location) = row, let source else {
+            return try resolve(row, entity: entity, key: key)
+        }
+        return try source.snapshot(entity: entity, key: key, at: location, columns: columns)
     }
 
     /// The stored record `key` of `entity`, if there is one.

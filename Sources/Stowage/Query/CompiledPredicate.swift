@@ -17,6 +17,46 @@ struct CompiledPredicate {
         try test(snapshot, &evaluator)
     }
 
+    /// The positions of the record's own properties that `expression` reads, or `.all`
+    /// when it reads the record in another way too: a property of a related model, or of
+    /// a closure's variable, can lead back to the record under test, and the record as a
+    /// value may be compared whole.
+    static func columns(_ expression: QueryExpression, root: PredicateExpressions.VariableID?) -> SnapshotColumns {
+        var mask: UInt64 = 0
+        return gather(expression, root, &mask) ? SnapshotColumns(mask: mask) : .all
+    }
+
+    private static func gather(_ e: QueryExpression, _ root: PredicateExpressions.VariableID?, _ mask: inout UInt64)
+        -> Bool
+    {
+        switch e {
+        case .constant, .identifierIn:
+            return true
+        case .variable(let v):
+            return v != root
+        case .property(.variable(let v), _, let index, _) where v == root:
+            guard index >= 0, index < 64 else { return false }
+            mask |= 1 << UInt64(index)
+            return true
+        case .property:
+            return false
+        case .modelID(.variable(let v)) where v == root:
+            return true
+        case .modelID(let b), .member(let b, _, _), .apply(let b, _), .count(let b), .isEmpty(let b), .not(let b),
+            .negate(let b), .forceUnwrap(let b), .cast(let b, _, _, _):
+            return gather(b, root, &mask)
+        case .compare(_, let l, let r), .and(let l, let r), .or(let l, let r), .arithmetic(_, let l, let r),
+            .nilCoalesce(let l, let r), .optionalFlatMap(let l, _, let r), .closure(_, let l, _, let r):
+            return gather(l, root, &mask) && gather(r, root, &mask)
+        case .conditional(let a, let b, let c), .inRange(let a, let b, let c, _):
+            return gather(a, root, &mask) && gather(b, root, &mask) && gather(c, root, &mask)
+        case .function(_, let a, let b):
+            return gather(a, root, &mask) && (b.map { gather($0, root, &mask) } ?? true)
+        case .subscripted(let x, let i, let d):
+            return gather(x, root, &mask) && gather(i, root, &mask) && (d.map { gather($0, root, &mask) } ?? true)
+        }
+    }
+
     static func rootProperty(_ expression: QueryExpression, _ root: PredicateExpressions.VariableID?) -> Int? {
         if case .property(.variable(let v), _, let index, _) = expression, v == root { return index }
         return nil

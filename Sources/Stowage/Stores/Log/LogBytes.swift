@@ -71,6 +71,20 @@ struct LogByteReader {
         return bytes[position]
     }
 
+    /// Moves past one value of `Formats/snapshot.md` without decoding it.
+    mutating func skipValue() throws {
+        let start = position
+        position += try bytes.withUnsafeBytes { raw in
+            var skipper = LogSkipper(UnsafeRawBufferPointer(rebasing: raw[start...]))
+            do {
+                try skipper.skipValue(depth: 0)
+            } catch let error as LogDecodeError {
+                throw LogDecodeError("\(error) (of the value at byte \(start))")
+            }
+            return skipper.position
+        }
+    }
+
     /// The next byte without consuming it, or `nil` at the end.
     func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
 

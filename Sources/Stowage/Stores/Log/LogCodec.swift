@@ -578,8 +578,13 @@ enum LogCodec {
 
     /// Decodes a snapshot; an external reference (tag 0x11, version 2, an external-storage
     /// property) leaves `.null` in its slot and is appended to `externalReferences`.
+    /// Decodes a snapshot. With `columns`, only the values at those positions are decoded
+    /// (and only their external references gathered); the others are skipped and left
+    /// `.null`, and a skipped string is not checked for valid UTF-8 (the block's checksum
+    /// still covers its bytes).
     static func decodeSnapshot(
-        _ r: inout LogByteReader, map: LogEntityMap, externalReferences: inout [LogExternalReference]
+        _ r: inout LogByteReader, map: LogEntityMap, externalReferences: inout [LogExternalReference],
+        columns: SnapshotColumns = .all
     ) throws -> DefaultSnapshot {
         let rawIndex = try r.varint()
         let entity = try entityName(rawIndex, map)
@@ -593,7 +598,10 @@ enum LogCodec {
         var values: [SnapshotValue] = []
         values.reserveCapacity(count)
         for position in 0..<count {
-            if !external.isEmpty, r.peek() == 0x11, external.contains(position) {
+            if !columns.contains(position) {
+                try r.skipValue()
+                values.append(.null)
+            } else if !external.isEmpty, r.peek() == 0x11, external.contains(position) {
                 _ = try r.u8()
                 let transactionID = try r.varint()
                 let byteCount = try r.varint()

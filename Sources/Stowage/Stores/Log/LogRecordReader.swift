@@ -34,6 +34,8 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     var blockReads: Int { cache.withLock { $0.misses } }
     /// The uncompressed bytes of the blocks cached now, and their number.
     var cached: (bytes: Int, blocks: Int) { cache.withLock { ($0.used, $0.count) } }
+    /// Reads that decoded only some of a record's values, since the reader was made.
+    var partialReads: Int { cache.withLock { $0.partialReads } }
 
     func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot {
         try read(entity: entity, key: key, at: location, externalValues: true)
@@ -45,15 +47,29 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         try read(entity: entity, key: key, at: location, externalValues: false)
     }
 
-    private func read(entity: String, key: Int64, at location: RecordLocation, externalValues: Bool) throws
+    /// Decodes only the values at `columns` when the cache has had to evict, and so keeps
+    /// blocks as bytes: a full decode would not be kept either, and skipping the values a
+    /// predicate does not read (a note's string, say) is cheaper than making and freeing
+    /// them. While the cache still holds every decoded record it decodes the whole record,
+    /// once, and keeps it.
+    func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
         -> DefaultSnapshot
     {
-        let block = try cache.withLock { cache in
-            if let found = cache.get(location.blockOffset) { return found }
+        try read(entity: entity, key: key, at: location, externalValues: true, columns: columns)
+    }
+
+    private func read(
+        entity: String, key: Int64, at location: RecordLocation, externalValues: Bool,
+        columns: SnapshotColumns = .all
+    ) throws -> DefaultSnapshot {
+        let (block, partial) = try cache.withLock { cache in
+            let partial = !columns.isAll && cache.hasEvicted
+            if partial { cache.partialReads += 1 }
+            if let found = cache.get(location.blockOffset) { return (found, partial) }
             let read = try readBlock(at: location.blockOffset)
             cache.misses += 1
             cache.put(location.blockOffset, read)
-            return read
+            return (read, partial)
         }
         // Decoding one write needs no lock: the block's bytes are a value.
         guard location.slot < block.slots.count else {
@@ -84,7 +100,8 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         do {
             var r = LogByteReader(bytes, position: Int(block.slots[location.slot]))
             _ = try r.u8()
-            snapshot = try LogCodec.decodeSnapshot(&r, map: map, externalReferences: &references)
+            snapshot = try LogCodec.decodeSnapshot(
+                &r, map: map, externalReferences: &references, columns: partial ? columns : .all)
         } catch {
             throw damaged(location.blockOffset, "slot \(location.slot) does not decode: \(error)")
         }
@@ -98,6 +115,8 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             externalBytes += bytes.count
             snapshot.values[reference.property] = .data(bytes)
         }
+        // Part of a record is never kept.
+        if partial { return snapshot }
         let decoded = snapshot
         let cost = CachedBlock.decodedCost(block.length(ofSlot: location.slot)) + externalBytes
         cache.withLock { $0.setDecoded(location.blockOffset, slot: location.slot, decoded, cost: cost) }
@@ -202,7 +221,10 @@ struct BlockCache {
     let capacity: Int
     private(set) var used = 0
     var misses = 0
-    /// Whether a block was ever evicted: then decoded writes are no longer kept.
+    /// Reads that asked for part of a record once blocks were kept as bytes.
+    var partialReads = 0
+    /// Whether a block was ever evicted, or refused for being larger than the whole cache:
+    /// then decoded writes are no longer kept.
     private(set) var hasEvicted = false
     private var nodes: [Node] = []
     private var free: [Int] = []
@@ -234,7 +256,10 @@ struct BlockCache {
     mutating func put(_ offset: Int64, _ block: CachedBlock) {
         if let i = byOffset.removeValue(forKey: StoreNumber(offset)) { remove(i) }
         let cost = block.cost
-        guard cost <= capacity else { return }
+        guard cost <= capacity else {
+            hasEvicted = true
+            return
+        }
         let node = Node(offset: offset, block: block, cost: cost, previous: -1, next: -1)
         let i: Int
         if let reused = free.popLast() {

@@ -204,12 +204,14 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
     /// The reader of records held by location (format version 4); `nil` for older files.
     var reader: LogRecordReader? { table.withLock { $0.source as? LogRecordReader } }
 
-    /// Blocks read from the file since the store was opened or compacted, and the
-    /// uncompressed bytes and blocks cached now: for tests and benchmarks.
-    @_spi(Testing) public var readStatistics: (blockReads: Int, cachedBytes: Int, cachedBlocks: Int) {
-        guard let reader else { return (0, 0, 0) }
+    /// Blocks read from the file since the store was opened or compacted, the
+    /// uncompressed bytes and blocks cached now, and the reads that decoded only the values
+    /// a predicate needs: for tests and benchmarks.
+    @_spi(Testing) public var readStatistics: (blockReads: Int, cachedBytes: Int, cachedBlocks: Int, partialReads: Int)
+    {
+        guard let reader else { return (0, 0, 0, 0) }
         let cached = reader.cached
-        return (reader.blockReads, cached.bytes, cached.blocks)
+        return (reader.blockReads, cached.bytes, cached.blocks, reader.partialReads)
     }
 
     // MARK: Writing
