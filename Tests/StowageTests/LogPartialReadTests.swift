@@ -102,6 +102,30 @@ struct LogPartialReadTests {
         #expect(blobs.count == 10 && blobs.allSatisfy { $0.bytes.count == 2000 })
     }
 
+    /// A fetch whose filter no index answers tests each record with the filter's values
+    /// only, and returns the matches whole, sorted by a property the filter does not read.
+    @Test func aFilteredFetchTestsPartsAndReturnsWholeRecords() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try Self.write(at: directory.storeURL)
+        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 10)
+        let context = ModelContext(container)
+        _ = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank == 3 }))
+        let before = store.readStatistics.partialReads
+        let found = try context.fetch(
+            FetchDescriptor<Sprout>(
+                predicate: #Predicate { $0.rank == 14 }, sortBy: [SortDescriptor(\.note), SortDescriptor(\.name)]))
+        let indices = (0..<Self.count).filter { $0 % 50 == 14 }
+        let expected = indices.map { i in
+            (note: Self.hasTargetNote(i) ? "target" : String(repeating: "n", count: 60), name: "s\(i)")
+        }
+        .sorted { ($0.note, $0.name) < ($1.note, $1.name) }
+        #expect(found.map(\.note) == expected.map(\.note))
+        #expect(found.map(\.name) == expected.map(\.name))
+        #expect(found.allSatisfy { $0.rank == 14 })
+        #expect(store.readStatistics.partialReads == before + Self.count)
+    }
+
     /// The same counts, with a cache that never evicts, decode whole records and keep them.
     @Test func aCacheThatHoldsEveryRecordDecodesThemWhole() throws {
         let directory = LogTestDirectory.fresh()

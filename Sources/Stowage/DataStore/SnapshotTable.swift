@@ -217,7 +217,7 @@ public struct SnapshotTable: Sendable {
             var total = 0
             for (key, row) in records.rows
             where try compiled.matches(
-                try resolve(row, entity: query.entity.name, key: key, columns: columns), &evaluator)
+                try resolve(row, entity: query.entity.name, key: key, columns: columns).snapshot, &evaluator)
             {
                 total += 1
             }
@@ -291,13 +291,17 @@ public struct SnapshotTable: Sendable {
         let stop = needsSort ? nil : plan.limit.map { $0 + plan.offset }
         var evaluator = QueryEvaluator(resolve: { try self.snapshot(for: $0) })
         let residual = plan.residual.map { CompiledPredicate($0, root: query.rootVariable) }
+        // A record is tested with only the properties the filter reads, where the store can
+        // decode part of it, and read whole if it matches.
+        let columns = plan.residual.map { CompiledPredicate.columns($0, root: query.rootVariable) } ?? .all
         var matches: [DefaultSnapshot] = []
         var failure: (any Error)?
         let entityName = query.entity.name
         func consider(_ row: StoredRow, _ key: Int64) -> Bool {
-            let snapshot: DefaultSnapshot
+            var snapshot: DefaultSnapshot
+            var isWhole: Bool
             do {
-                snapshot = try resolve(row, entity: entityName, key: key)
+                (snapshot, isWhole) = try resolve(row, entity: entityName, key: key, columns: columns)
             } catch {
                 failure = error
                 return false
@@ -305,6 +309,7 @@ public struct SnapshotTable: Sendable {
             if let residual {
                 do {
                     guard try residual.matches(snapshot, &evaluator) else { return true }
+                    if !isWhole { snapshot = try resolve(row, entity: entityName, key: key) }
                 } catch {
                     failure = error
                     return false

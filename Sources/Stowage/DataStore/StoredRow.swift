@@ -63,18 +63,19 @@ public protocol SnapshotSource: AnyObject, Sendable {
     func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
         -> DefaultSnapshot
 
-    /// The record with at least its values at `columns`; the others may be left `.null`.
-    /// For testing a predicate that reads only those properties of the record: a source
-    /// that decodes records can skip the rest. Such a snapshot is never a model's.
+    /// The record with at least its values at `columns`, and whether it is the whole
+    /// record; when it is not, the other values are `.null`. For testing a predicate that
+    /// reads only those properties: a source that decodes records can skip the rest. A
+    /// snapshot that is not whole is never a model's, and is never kept.
     func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
-        -> DefaultSnapshot
+        -> (snapshot: DefaultSnapshot, isWhole: Bool)
 }
 
 extension SnapshotSource {
     public func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
-        -> DefaultSnapshot
+        -> (snapshot: DefaultSnapshot, isWhole: Bool)
     {
-        try snapshot(entity: entity, key: key, at: location)
+        (try snapshot(entity: entity, key: key, at: location), true)
     }
 
     public func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
@@ -229,11 +230,14 @@ extension SnapshotTable {
         }
     }
 
-    /// The snapshot of a row with at least its values at `columns` (see
-    /// ``SnapshotSource/snapshot(entity:key:at:columns:)``): only for testing a predicate.
-    func resolve(_ row: StoredRow, entity: String, key: Int64, columns: SnapshotColumns) throws -> DefaultSnapshot {
+    /// The snapshot of a row with at least its values at `columns`, and whether it is the
+    /// whole record (see ``SnapshotSource/snapshot(entity:key:at:columns:)``): only for
+    /// testing a predicate.
+    func resolve(_ row: StoredRow, entity: String, key: Int64, columns: SnapshotColumns) throws
+        -> (snapshot: DefaultSnapshot, isWhole: Bool)
+    {
         guard !columns.isAll, case .location(let location) = row, let source else {
-            return try resolve(row, entity: entity, key: key)
+            return (try resolve(row, entity: entity, key: key), true)
         }
         return try source.snapshot(entity: entity, key: key, at: location, columns: columns)
     }

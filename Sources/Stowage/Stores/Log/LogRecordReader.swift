@@ -53,14 +53,25 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     /// them. While the cache still holds every decoded record it decodes the whole record,
     /// once, and keeps it.
     func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
+        -> (snapshot: DefaultSnapshot, isWhole: Bool)
+    {
+        var isWhole = true
+        let snapshot = try read(
+            entity: entity, key: key, at: location, externalValues: true, columns: columns, isWhole: &isWhole)
+        return (snapshot, isWhole)
+    }
+
+    private func read(entity: String, key: Int64, at location: RecordLocation, externalValues: Bool) throws
         -> DefaultSnapshot
     {
-        try read(entity: entity, key: key, at: location, externalValues: true, columns: columns)
+        var isWhole = true
+        return try read(
+            entity: entity, key: key, at: location, externalValues: externalValues, columns: .all, isWhole: &isWhole)
     }
 
     private func read(
-        entity: String, key: Int64, at location: RecordLocation, externalValues: Bool,
-        columns: SnapshotColumns = .all
+        entity: String, key: Int64, at location: RecordLocation, externalValues: Bool, columns: SnapshotColumns,
+        isWhole: inout Bool
     ) throws -> DefaultSnapshot {
         let (block, partial) = try cache.withLock { cache in
             let partial = !columns.isAll && cache.hasEvicted
@@ -116,7 +127,10 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             snapshot.values[reference.property] = .data(bytes)
         }
         // Part of a record is never kept.
-        if partial { return snapshot }
+        if partial {
+            isWhole = false
+            return snapshot
+        }
         let decoded = snapshot
         let cost = CachedBlock.decodedCost(block.length(ofSlot: location.slot)) + externalBytes
         cache.withLock { $0.setDecoded(location.blockOffset, slot: location.slot, decoded, cost: cost) }
