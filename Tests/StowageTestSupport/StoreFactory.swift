@@ -52,6 +52,14 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         self.state = seed
     }
 
+    /// Seeded from `STOWAGE_SEED` when it is set, to replay a failure, and at random
+    /// otherwise; a test names `seed` in its failure messages.
+    public static func fromEnvironment() -> SeededRandom {
+        SeededRandom(
+            seed: ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
+                ?? UInt64.random(in: 0...UInt64.max))
+    }
+
     public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state

@@ -17,10 +17,8 @@ struct JSONCrashTests {
     @Test func killNineNeverLosesAnAcknowledgedSaveAndTheFileAlwaysParses() throws {
         let soak = ProcessInfo.processInfo.environment["STOWAGE_SOAK"] == "1"
         let rounds = soak ? 1000 : 100
-        let seed =
-            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 0...UInt64.max)
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.fromEnvironment()
+        let seed = random.seed
         var url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
         var acknowledged: Set<Int> = []

@@ -94,10 +94,8 @@ struct LogCrashTests {
     @Test func killNineNeverLosesAnAcknowledgedBatchNorLeavesHalfOne() throws {
         let soak = ProcessInfo.processInfo.environment["STOWAGE_SOAK"] == "1"
         let rounds = soak ? 2000 : 200
-        let seed =
-            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 0...UInt64.max)
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.fromEnvironment()
+        let seed = random.seed
         var directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         var acknowledged: Set<Int> = []

@@ -60,6 +60,17 @@ struct LogPartialReadTests {
         store.close()
     }
 
+    /// Runs `body` on a context of the written store, reopened with `cacheCapacity`.
+    static func withStore(
+        cacheCapacity: Int, _ body: (ModelContext, LogStore, LogTestDirectory) throws -> Void
+    ) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try write(at: directory.storeURL)
+        let (container, store) = try open(directory.storeURL, cacheCapacity: cacheCapacity)
+        try body(ModelContext(container), store, directory)
+    }
+
     static func expected(_ test: (Int) -> Bool) -> Int { (0..<count).count(where: test) }
 
     static func hasTargetNote(_ i: Int) -> Bool { i % 7 == 0 }
@@ -68,102 +79,89 @@ struct LogPartialReadTests {
     static func parent(_ i: Int) -> Int? { i % 10 == 0 ? i : (i >= 10 ? i - 3 : nil) }
 
     @Test func countsPastASmallCacheDecodeOnlyWhatThePredicateReads() throws {
-        let directory = LogTestDirectory.fresh()
-        defer { directory.remove() }
-        try Self.write(at: directory.storeURL)
-        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 10)
-        let context = ModelContext(container)
+        try Self.withStore(cacheCapacity: 64 << 10) { context, store, _ in
+            let ranked = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank >= 40 }))
+            #expect(ranked == Self.expected { $0 % 50 >= 40 })
+            let partial = store.readStatistics.partialReads
+            // The first blocks read filled the cache; every read after its first eviction
+            // decoded the rank alone.
+            #expect(partial > Self.count / 2)
+            #expect(store.readStatistics.cachedBytes <= 64 << 10)
 
-        let ranked = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank >= 40 }))
-        #expect(ranked == Self.expected { $0 % 50 >= 40 })
-        let partial = store.readStatistics.partialReads
-        // The first blocks read filled the cache; every read after its first eviction
-        // decoded the rank alone.
-        #expect(partial > Self.count / 2)
-        #expect(store.readStatistics.cachedBytes <= 64 << 10)
+            let notes = try context.fetchCount(
+                FetchDescriptor<Sprout>(predicate: #Predicate { $0.note == "target" && $0.rank < 25 }))
+            #expect(notes == Self.expected { Self.hasTargetNote($0) && $0 % 50 < 25 })
+            #expect(store.readStatistics.partialReads == partial + Self.count)
 
-        let notes = try context.fetchCount(
-            FetchDescriptor<Sprout>(predicate: #Predicate { $0.note == "target" && $0.rank < 25 }))
-        #expect(notes == Self.expected { Self.hasTargetNote($0) && $0 % 50 < 25 })
-        #expect(store.readStatistics.partialReads == partial + Self.count)
+            // A predicate that reads the parent's note may reach the record under test (every
+            // tenth sprout is its own parent): it reads whole records.
+            let parentNotes = try context.fetchCount(
+                FetchDescriptor<Sprout>(predicate: #Predicate { $0.parent?.note == "target" }))
+            #expect(parentNotes == Self.expected { Self.parent($0).map(Self.hasTargetNote) ?? false })
+            #expect(store.readStatistics.partialReads == partial + Self.count)
 
-        // A predicate that reads the parent's note may reach the record under test (every
-        // tenth sprout is its own parent): it reads whole records.
-        let parentNotes = try context.fetchCount(
-            FetchDescriptor<Sprout>(predicate: #Predicate { $0.parent?.note == "target" }))
-        #expect(parentNotes == Self.expected { Self.parent($0).map(Self.hasTargetNote) ?? false })
-        #expect(store.readStatistics.partialReads == partial + Self.count)
-
-        // Nothing partial was kept: fetched models have every value.
-        let fetched = try context.fetch(FetchDescriptor<Sprout>(predicate: #Predicate { $0.name == "s14" }))
-        let sprout = try #require(fetched.first)
-        #expect(sprout.note == "target" && sprout.rank == 14 && sprout.parent?.name == "s11")
-        let blobs = try context.fetch(FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.label == "b1" }))
-        #expect(blobs.count == 10 && blobs.allSatisfy { $0.bytes.count == 2000 })
+            // Nothing partial was kept: fetched models have every value.
+            let fetched = try context.fetch(FetchDescriptor<Sprout>(predicate: #Predicate { $0.name == "s14" }))
+            let sprout = try #require(fetched.first)
+            #expect(sprout.note == "target" && sprout.rank == 14 && sprout.parent?.name == "s11")
+            let blobs = try context.fetch(FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.label == "b1" }))
+            #expect(blobs.count == 10 && blobs.allSatisfy { $0.bytes.count == 2000 })
+        }
     }
 
     /// A fetch whose filter no index answers tests each record with the filter's values
     /// only, and returns the matches whole, sorted by a property the filter does not read.
     @Test func aFilteredFetchTestsPartsAndReturnsWholeRecords() throws {
-        let directory = LogTestDirectory.fresh()
-        defer { directory.remove() }
-        try Self.write(at: directory.storeURL)
-        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 10)
-        let context = ModelContext(container)
-        _ = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank == 3 }))
-        let before = store.readStatistics.partialReads
-        let found = try context.fetch(
-            FetchDescriptor<Sprout>(
-                predicate: #Predicate { $0.rank == 14 }, sortBy: [SortDescriptor(\.note), SortDescriptor(\.name)]))
-        let indices = (0..<Self.count).filter { $0 % 50 == 14 }
-        let expected = indices.map { i in
-            (note: Self.hasTargetNote(i) ? "target" : String(repeating: "n", count: 60), name: "s\(i)")
+        try Self.withStore(cacheCapacity: 64 << 10) { context, store, _ in
+            _ = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank == 3 }))
+            let before = store.readStatistics.partialReads
+            let found = try context.fetch(
+                FetchDescriptor<Sprout>(
+                    predicate: #Predicate { $0.rank == 14 }, sortBy: [SortDescriptor(\.note), SortDescriptor(\.name)]))
+            let indices = (0..<Self.count).filter { $0 % 50 == 14 }
+            let expected = indices.map { i in
+                (note: Self.hasTargetNote(i) ? "target" : String(repeating: "n", count: 60), name: "s\(i)")
+            }
+            .sorted { ($0.note, $0.name) < ($1.note, $1.name) }
+            #expect(found.map(\.note) == expected.map(\.note))
+            #expect(found.map(\.name) == expected.map(\.name))
+            #expect(found.allSatisfy { $0.rank == 14 })
+            #expect(store.readStatistics.partialReads == before + Self.count)
         }
-        .sorted { ($0.note, $0.name) < ($1.note, $1.name) }
-        #expect(found.map(\.note) == expected.map(\.note))
-        #expect(found.map(\.name) == expected.map(\.name))
-        #expect(found.allSatisfy { $0.rank == 14 })
-        #expect(store.readStatistics.partialReads == before + Self.count)
     }
 
     /// The same counts, with a cache that never evicts, decode whole records and keep them.
     @Test func aCacheThatHoldsEveryRecordDecodesThemWhole() throws {
-        let directory = LogTestDirectory.fresh()
-        defer { directory.remove() }
-        try Self.write(at: directory.storeURL)
-        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 20)
-        let context = ModelContext(container)
-        let ranked = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank >= 40 }))
-        #expect(ranked == Self.expected { $0 % 50 >= 40 })
-        let reads = store.readStatistics.blockReads
-        let notes = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.note == "target" }))
-        #expect(notes == Self.expected(Self.hasTargetNote))
-        #expect(store.readStatistics.partialReads == 0)
-        #expect(store.readStatistics.blockReads == reads)
+        try Self.withStore(cacheCapacity: 64 << 20) { context, store, _ in
+            let ranked = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank >= 40 }))
+            #expect(ranked == Self.expected { $0 % 50 >= 40 })
+            let reads = store.readStatistics.blockReads
+            let notes = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.note == "target" }))
+            #expect(notes == Self.expected(Self.hasTargetNote))
+            #expect(store.readStatistics.partialReads == 0)
+            #expect(store.readStatistics.blockReads == reads)
+        }
     }
 
     /// The counts of an external-storage entity's label read no external file for the
     /// records they skip, and are right.
     @Test func aPartialReadLeavesExternalValuesUnread() throws {
-        let directory = LogTestDirectory.fresh()
-        defer { directory.remove() }
-        try Self.write(at: directory.storeURL)
-        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 8 << 10)
-        let context = ModelContext(container)
-        // Evict, so that blocks are kept as bytes.
-        _ = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank == 3 }))
-        let before = store.readStatistics.partialReads
-        // The files go; a read that needed them would throw.
-        let blobs = directory.storeURL.path + ".blobs"
-        #expect(try FileManager.default.contentsOfDirectory(atPath: blobs).count == 40)
-        try FileManager.default.moveItem(atPath: blobs, toPath: directory.url.appendingPathComponent("moved").path)
-        let labelled = try context.fetchCount(
-            FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.label.starts(with: "b") }))
-        #expect(labelled == 40)
-        #expect(store.readStatistics.partialReads == before + 40)
-        // A whole record needs its file.
-        #expect(throws: (any Error).self) {
-            try context.fetch(FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.label == "b2" }))
+        try Self.withStore(cacheCapacity: 8 << 10) { context, store, directory in
+            // Evict, so that blocks are kept as bytes.
+            _ = try context.fetchCount(FetchDescriptor<Sprout>(predicate: #Predicate { $0.rank == 3 }))
+            let before = store.readStatistics.partialReads
+            // The files go; a read that needed them would throw.
+            let blobs = directory.storeURL.path + ".blobs"
+            #expect(try FileManager.default.contentsOfDirectory(atPath: blobs).count == 40)
+            try FileManager.default.moveItem(atPath: blobs, toPath: directory.url.appendingPathComponent("moved").path)
+            let labelled = try context.fetchCount(
+                FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.label.starts(with: "b") }))
+            #expect(labelled == 40)
+            #expect(store.readStatistics.partialReads == before + 40)
+            // A whole record needs its file.
+            #expect(throws: (any Error).self) {
+                try context.fetch(FetchDescriptor<IndexedBlob>(predicate: #Predicate { $0.label == "b2" }))
+            }
         }
     }
 
@@ -192,10 +190,8 @@ struct LogPartialReadTests {
     /// The codec decodes the asked values as a full decode does and skips the others,
     /// over random values of every tag, and ends where a full decode ends.
     @Test func decodingSomeColumnsMatchesAFullDecode() throws {
-        let seed =
-            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 0...UInt64.max)
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.fromEnvironment()
+        let seed = random.seed
         let map = LogEntityMap(storeIdentifier: "log-test", description: LogSchemaDescription(LogTest.schema))
         let index = try #require(map.external.firstIndex { $0.isEmpty })
         let count = map.propertyCounts[index]

@@ -93,10 +93,8 @@ struct LogReplayTests {
     /// of keys: ascending inserts, writes below the end, deletes, deletes of keys never
     /// written, writes after deletes, and external references that follow their version.
     @Test func theFoldEqualsApplyingEveryCommitInTurn() throws {
-        let seed =
-            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 0...UInt64.max)
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.fromEnvironment()
+        let seed = random.seed
         for _ in 0..<200 {
             var replay = LogReplay()
             var expected: [Int64: (Double, Bool)] = [:]

@@ -520,10 +520,8 @@ struct LogEncodingTests {
     }
 
     @Test func everyValueCaseRoundTripsThroughTheCodec() throws {
-        let seed =
-            ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
-            ?? UInt64.random(in: 0...UInt64.max)
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.fromEnvironment()
+        let seed = random.seed
         let map = LogEntityMap(storeIdentifier: "log-test", description: LogSchemaDescription(LogTest.schema))
         for _ in 0..<2000 {
             let value = Self.randomValue(&random, map: map)
