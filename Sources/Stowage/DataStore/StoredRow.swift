@@ -85,7 +85,8 @@ extension SnapshotSource {
     }
 }
 
-/// Which values of a snapshot a reader needs, by property position.
+/// Which values of a snapshot a reader needs, by property position (Stowage's own, for
+/// ``SnapshotSource``).
 public struct SnapshotColumns: Sendable, Equatable {
     /// Positions 0 to 63, a bit each; positions from 64 on are always included.
     let mask: UInt64
@@ -98,9 +99,7 @@ public struct SnapshotColumns: Sendable, Equatable {
     /// The values at `positions`.
     public init(_ positions: some Sequence<Int>) {
         var mask: UInt64 = 0
-        for position in positions {
-            if position >= 64 { continue }
-            if position < 0 { continue }
+        for position in positions where (0..<64).contains(position) {
             mask |= 1 << UInt64(position)
         }
         self.mask = mask

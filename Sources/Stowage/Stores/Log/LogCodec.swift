@@ -578,10 +578,10 @@ enum LogCodec {
 
     /// Decodes a snapshot; an external reference (tag 0x11, version 2, an external-storage
     /// property) leaves `.null` in its slot and is appended to `externalReferences`.
-    /// Decodes a snapshot. With `columns`, only the values at those positions are decoded
-    /// (and only their external references gathered); the others are skipped and left
-    /// `.null`, and a skipped string is not checked for valid UTF-8 (the block's checksum
-    /// still covers its bytes).
+    ///
+    /// With `columns`, only the values at those positions are decoded (and only their
+    /// external references gathered); the others are skipped and left `.null`, and a
+    /// skipped string is not checked for valid UTF-8 (the block's checksum still covers it).
     static func decodeSnapshot(
         _ r: inout LogByteReader, map: LogEntityMap, externalReferences: inout [LogExternalReference],
         columns: SnapshotColumns = .all
