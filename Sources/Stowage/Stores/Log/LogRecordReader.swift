@@ -38,13 +38,13 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     var partialReads: Int { cache.withLock { $0.partialReads } }
 
     func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot {
-        try read(entity: entity, key: key, at: location, externalValues: true)
+        try read(entity: entity, key: key, at: location, externalValues: true).snapshot
     }
 
     func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
         -> DefaultSnapshot
     {
-        try read(entity: entity, key: key, at: location, externalValues: false)
+        try read(entity: entity, key: key, at: location, externalValues: false).snapshot
     }
 
     /// Decodes only the values at `columns` when the cache has had to evict, and so keeps
@@ -55,24 +55,13 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
         -> (snapshot: DefaultSnapshot, isWhole: Bool)
     {
-        var isWhole = true
-        let snapshot = try read(
-            entity: entity, key: key, at: location, externalValues: true, columns: columns, isWhole: &isWhole)
-        return (snapshot, isWhole)
-    }
-
-    private func read(entity: String, key: Int64, at location: RecordLocation, externalValues: Bool) throws
-        -> DefaultSnapshot
-    {
-        var isWhole = true
-        return try read(
-            entity: entity, key: key, at: location, externalValues: externalValues, columns: .all, isWhole: &isWhole)
+        try read(entity: entity, key: key, at: location, externalValues: true, columns: columns)
     }
 
     private func read(
-        entity: String, key: Int64, at location: RecordLocation, externalValues: Bool, columns: SnapshotColumns,
-        isWhole: inout Bool
-    ) throws -> DefaultSnapshot {
+        entity: String, key: Int64, at location: RecordLocation, externalValues: Bool,
+        columns: SnapshotColumns = .all
+    ) throws -> (snapshot: DefaultSnapshot, isWhole: Bool) {
         let (block, partial) = try cache.withLock { cache in
             let partial = !columns.isAll && cache.hasEvicted
             if partial { cache.partialReads += 1 }
@@ -95,7 +84,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         }
         if let decoded = block.decoded[location.slot] {
             try check(decoded)
-            return decoded
+            return (decoded, true)
         }
         // A block without its bytes comes with every write decoded; should one ever be
         // missing, the block is read again.
@@ -118,7 +107,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         }
         try check(snapshot)
         // Without its external values the snapshot is not the record: it is not cached.
-        if !externalValues, !references.isEmpty { return snapshot }
+        if !externalValues, !references.isEmpty { return (snapshot, !partial) }
         var externalBytes = 0
         for reference in references where reference.property < snapshot.values.count {
             let bytes = try externalFiles.read(
@@ -127,14 +116,11 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             snapshot.values[reference.property] = .data(bytes)
         }
         // Part of a record is never kept.
-        if partial {
-            isWhole = false
-            return snapshot
-        }
+        if partial { return (snapshot, false) }
         let decoded = snapshot
         let cost = CachedBlock.decodedCost(block.length(ofSlot: location.slot)) + externalBytes
         cache.withLock { $0.setDecoded(location.blockOffset, slot: location.slot, decoded, cost: cost) }
-        return snapshot
+        return (snapshot, true)
     }
 
     /// Puts blocks a save just wrote into the cache.
