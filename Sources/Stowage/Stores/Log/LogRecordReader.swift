@@ -66,7 +66,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             let partial = !columns.isAll && cache.hasEvicted
             if partial { cache.partialReads += 1 }
             if let found = cache.get(location.blockOffset) { return (found, partial) }
-            let read = try readBlock(at: location.blockOffset)
+            let read = try readBlock(at: location.blockOffset, readAhead: &cache.readAhead)
             cache.misses += 1
             cache.put(location.blockOffset, read)
             return (read, partial)
@@ -92,8 +92,12 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         if block.hasContents {
             bytes = block.contents
         } else {
-            bytes = try readBlock(at: location.blockOffset).contents
-            cache.withLock { $0.misses += 1 }
+            var alone = ReadAhead()
+            bytes = try readBlockAlone(at: location.blockOffset, readAhead: &alone).contents
+            cache.withLock {
+                $0.misses += 1
+                $0.readAhead.fileReads += alone.fileReads
+            }
         }
         var snapshot: DefaultSnapshot
         var references: [LogExternalReference] = []
@@ -123,12 +127,18 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         return (snapshot, true)
     }
 
-    /// Puts blocks a save just wrote into the cache.
+    /// Puts blocks a save just wrote into the cache, and drops the bytes read ahead: they
+    /// may have been read while the save was writing.
     func remember(_ blocks: [(offset: Int64, block: CachedBlock)]) {
         cache.withLock { cache in
+            cache.readAhead.drop()
             for (offset, block) in blocks { cache.put(offset, block) }
         }
     }
+
+    /// File reads made since the reader was made (one per block read on its own, two when
+    /// its header is read first, one per stretch read ahead).
+    var fileReads: Int { cache.withLock { $0.readAhead.fileReads } }
 
     private func damaged(_ offset: Int64, _ reason: String) -> DataStoreError {
         DataStoreError(
@@ -139,7 +149,48 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
 
     /// Reads and checks the block at `offset`: its uncompressed bytes and where each write
     /// starts in them.
-    private func readBlock(at offset: Int64) throws -> CachedBlock {
+    ///
+    /// A block read just after the one read before it (a scan past the cache, in file order)
+    /// comes from a stretch of the file read ahead in one `pread` (``ReadAhead``); any other
+    /// block is read on its own. Bytes read ahead are only a faster way to the same bytes: a
+    /// block that does not check out from them is read from the file again, and only what
+    /// that read finds counts.
+    private func readBlock(at offset: Int64, readAhead: inout ReadAhead) throws -> CachedBlock {
+        if let block = readAhead.block(at: offset, parse: parseBlock) {
+            readAhead.noteRead(endingAt: block.end)
+            return block.block
+        }
+        if readAhead.follows(offset) {
+            let available = try fs.size(fd) - offset
+            let count = Int(min(Int64(ReadAhead.stretch), max(0, available)))
+            if count > LogBlocks.headerSize {
+                readAhead.fill(at: offset, try fs.read(fd, count: count, at: offset))
+                if let block = readAhead.block(at: offset, parse: parseBlock) {
+                    readAhead.noteRead(endingAt: block.end)
+                    return block.block
+                }
+            }
+        }
+        return try readBlockAlone(at: offset, readAhead: &readAhead)
+    }
+
+    /// Checks and decodes a block from `bytes`, which begin with its header: the block and
+    /// where it ends in `bytes`, or `nil` when `bytes` end first.
+    private func parseBlock(_ bytes: ArraySlice<UInt8>) throws -> (block: CachedBlock, length: Int)? {
+        let header = try LogBlocks.header(bytes.prefix(LogBlocks.headerSize), available: LogFormat.maximumPayload)
+        let length = LogBlocks.headerSize + header.storedLength
+        guard bytes.count >= length else { return nil }
+        let start = bytes.startIndex
+        let contents = try LogBlocks.contents(
+            header, headerBytes: bytes[start..<start + LogBlocks.headerSize],
+            stored: bytes[start + LogBlocks.headerSize..<start + length])
+        let slots = try LogCodec.writeStarts(contents, writes: header.writes)
+        return (CachedBlock(contents: contents, slots: slots, decoded: nil), length)
+    }
+
+    /// Reads the block at `offset` with a read for its header and one for the rest.
+    private func readBlockAlone(at offset: Int64, readAhead: inout ReadAhead) throws -> CachedBlock {
+        readAhead.fileReads += 2
         let headerBytes = try fs.read(fd, count: LogBlocks.headerSize, at: offset)
         let header: LogBlocks.Header
         do {
@@ -152,10 +203,64 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         do {
             let contents = try LogBlocks.contents(header, headerBytes: headerBytes[...], stored: stored[...])
             let slots = try LogCodec.writeStarts(contents, writes: header.writes)
+            readAhead.noteRead(endingAt: offset + Int64(LogBlocks.headerSize + header.storedLength))
             return CachedBlock(contents: contents, slots: slots, decoded: nil)
         } catch {
             throw damaged(offset, "\(error)")
         }
+    }
+}
+
+/// A stretch of the log read ahead of a scan that reads blocks in file order past the
+/// cache: one `pread` of up to ``stretch`` bytes instead of two for each block. perf put
+/// the reads at 17% of ten unindexed counts over a million records with 4 KiB blocks and
+/// the default cache (9% with 16 KiB blocks), most of it in the system calls.
+///
+/// A block read is taken to continue a scan when it starts at most ``gap`` bytes after the
+/// end of the block read before it (a commit's frame lies between its last block and the
+/// next commit's first). Random reads (point fetches) seldom do, and read one block as
+/// before. The stretch is held outside the cache's capacity, and dropped at every save.
+struct ReadAhead {
+    /// The most bytes read ahead at once.
+    static let stretch = 256 << 10
+    /// How far past the previous block a read may start and still continue a scan.
+    static let gap: Int64 = 4 << 10
+
+    /// Where ``bytes`` start in the file.
+    private(set) var start: Int64 = 0
+    /// Internal, not private, so that tests can alter what was read.
+    var bytes: [UInt8] = []
+    /// Where the block read last ends, or -1.
+    private var lastEnd: Int64 = -1
+    /// Reads made of the file for blocks.
+    var fileReads = 0
+
+    /// Whether a read of the block at `offset` continues a scan.
+    func follows(_ offset: Int64) -> Bool { lastEnd >= 0 && offset >= lastEnd && offset - lastEnd <= Self.gap }
+
+    mutating func fill(at offset: Int64, _ read: [UInt8]) {
+        fileReads += 1
+        start = offset
+        bytes = read
+    }
+
+    mutating func noteRead(endingAt end: Int64) { lastEnd = end }
+
+    /// Forgets the bytes and the scan.
+    mutating func drop() {
+        bytes = []
+        lastEnd = -1
+    }
+
+    /// The block at `offset` parsed from the bytes read ahead, and where it ends in the
+    /// file; `nil` when they do not hold all of it, or it does not check out from them.
+    func block(
+        at offset: Int64, parse: (ArraySlice<UInt8>) throws -> (block: CachedBlock, length: Int)?
+    ) -> (block: CachedBlock, end: Int64)? {
+        guard offset >= start, offset - start < Int64(bytes.count) else { return nil }
+        let from = Int(offset - start)
+        guard let parsed = try? parse(bytes[from...]) else { return nil }
+        return (parsed.block, offset + Int64(parsed.length))
     }
 }
 
@@ -221,6 +326,8 @@ struct BlockCache {
     let capacity: Int
     private(set) var used = 0
     var misses = 0
+    /// The bytes read ahead of a scan (not counted in `used`).
+    var readAhead = ReadAhead()
     /// Reads that asked for part of a record once blocks were kept as bytes.
     var partialReads = 0
     /// Whether a block was ever evicted, or refused for being larger than the whole cache:

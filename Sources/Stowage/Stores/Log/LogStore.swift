@@ -205,13 +205,15 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
     var reader: LogRecordReader? { table.withLock { $0.source as? LogRecordReader } }
 
     /// Blocks read from the file since the store was opened or compacted, the
-    /// uncompressed bytes and blocks cached now, and the reads that decoded only the values
-    /// a predicate needs: for tests and benchmarks.
-    @_spi(Testing) public var readStatistics: (blockReads: Int, cachedBytes: Int, cachedBlocks: Int, partialReads: Int)
+    /// uncompressed bytes and blocks cached now, the reads that decoded only the values a
+    /// predicate needs, and the reads of the file those block reads made (fewer than the
+    /// blocks for a scan, which reads ahead): for tests and benchmarks.
+    @_spi(Testing) public var readStatistics:
+        (blockReads: Int, cachedBytes: Int, cachedBlocks: Int, partialReads: Int, fileReads: Int)
     {
-        guard let reader else { return (0, 0, 0, 0) }
+        guard let reader else { return (0, 0, 0, 0, 0) }
         let cached = reader.cached
-        return (reader.blockReads, cached.bytes, cached.blocks, reader.partialReads)
+        return (reader.blockReads, cached.bytes, cached.blocks, reader.partialReads, reader.fileReads)
     }
 
     // MARK: Writing
