@@ -111,7 +111,7 @@ let usage = """
                             the log stores' block cache (default 1024; 0 keeps SQLite's
                             default of 2 MiB and the log store's of 32 MiB)
       --block-kib K         the log stores' block size (LogStoreConfiguration.blockBytes;
-                            default 16)
+                            default 4)
       --uniform-notes       notes of one repeated letter instead of random letters (LZ4
                             shrinks them to almost nothing, which flatters bytes on disk)
       --btree               also run btree-bench (next to this executable) and include its tables
@@ -124,7 +124,7 @@ let usage = """
     """
 
 /// `LogStoreConfiguration.blockBytes`'s default, in KiB.
-let defaultBlockKiB = 16
+let defaultBlockKiB = 4
 
 struct Options {
     var ns = [10_000, 100_000, 1_000_000]

@@ -201,28 +201,29 @@ struct LogBlockReadTests {
         return lengths
     }
 
-    /// `blockBytes` sets where a save closes a block: with 4 KiB the same people take about
-    /// four times the blocks of the default 16 KiB, none longer than 4 KiB plus one record;
+    /// `blockBytes` sets where a save closes a block: with 4 KiB (the default) the same
+    /// people take about four times the blocks of 16 KiB, none longer than 4 KiB plus one record;
     /// they read back the same, also after reopening with another size; compaction rewrites
     /// the blocks at the size configured then; and a size below 1 KiB is raised to 1 KiB.
     @Test func theBlockSizeIsWhereASaveClosesABlock() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let defaultBlocks: Int
+        let largeBlocks: Int
         do {
             let other = LogTestDirectory.fresh()
             defer { other.remove() }
-            let (container, store) = try Self.open(other.storeURL, cacheCapacity: 64 << 20)
+            let (container, store) = try Self.open(other.storeURL, cacheCapacity: 64 << 20, blockBytes: 16 << 10)
             try Self.insertPeople(5000, into: container)
-            defaultBlocks = Self.personBlocks(store).count
+            largeBlocks = Self.personBlocks(store).count
             store.close()
         }
         let expected: [String]
         do {
-            let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 20, blockBytes: 4096)
+            #expect(LogStoreConfiguration(schema: Self.schema, url: directory.storeURL).blockBytes == 4096)
+            let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 64 << 20)
             try Self.insertPeople(5000, into: container)
             let blocks = Self.personBlocks(store).count
-            #expect(blocks >= 3 * defaultBlocks && blocks <= 5 * defaultBlocks, "\(blocks) vs \(defaultBlocks)")
+            #expect(blocks >= 3 * largeBlocks && blocks <= 5 * largeBlocks, "\(blocks) vs \(largeBlocks)")
             expected = try Self.emails(store)
             store.close()
         }

@@ -853,7 +853,7 @@ struct StowageToolTests {
         #expect(object?["formatVersion"] as? Int == 4)
         #expect(log["commits"] as? Int == 5)
         #expect(log["checkpoints"] as? Int == 2)
-        // One block per commit: no commit of the sample reaches 16 KiB.
+        // One block per commit: no commit of the sample reaches 4 KiB.
         #expect(log["blocks"] as? Int == 5)
         let lastCheckpoint = log["lastCheckpoint"] as? [String: Any]
         #expect(lastCheckpoint?["offset"] as? Int == Int(sample.records[7].offset))

@@ -7,7 +7,7 @@ enum LogBlocks {
     static let headerSize = 16
     /// A writer closes a block once its contents reach this many bytes, unless the store is
     /// configured otherwise (``LogStoreConfiguration/blockBytes``).
-    static let targetBytes = 16 << 10
+    static let targetBytes = 4 << 10
     /// The block sizes a store may be configured with.
     static let targetRange = 1024...(1 << 20)
     static let maximumWrites = RecordLocation.slotsPerBlock

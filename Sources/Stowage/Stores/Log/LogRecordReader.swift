@@ -214,7 +214,8 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
 /// A stretch of the log read ahead of a scan that reads blocks in file order past the
 /// cache: one `pread` of up to ``stretch`` bytes instead of two for each block. perf put
 /// the reads at 17% of ten unindexed counts over a million records with 4 KiB blocks and
-/// the default cache (9% with 16 KiB blocks), most of it in the system calls.
+/// the default cache (9% with 16 KiB blocks, the default then), most of it in the system
+/// calls.
 ///
 /// A block read is taken to continue a scan when it starts at most ``gap`` bytes after the
 /// end of the block read before it (a commit's frame lies between its last block and the
