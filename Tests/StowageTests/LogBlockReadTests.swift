@@ -147,9 +147,10 @@ struct LogBlockReadTests {
         }
     }
 
-    /// A scan past the cache's capacity stays within it, reads each block once, and, once
-    /// the cache has had to evict, keeps blocks as bytes: the blocks cached at its end hold
-    /// no decoded write. A second scan reads the same records.
+    /// A scan past the cache's capacity stays within it and reads each block once. Once the
+    /// cache has had to evict, the scan keeps the blocks it reads ahead beside the cached
+    /// ones, one at a time and as bytes, so the blocks by use are still the first ones it
+    /// read. A second scan reads the same records.
     @Test func aFullScanStaysWithinTheCacheCapacity() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
@@ -166,10 +167,16 @@ struct LogBlockReadTests {
         // A scan in key order reads each block once.
         #expect(statistics.blockReads == blocks.count)
         #expect(blocks.count > 10)
-        let cached = try Self.cachedDecodedWrites(store, blocks)
-        #expect(cached.blocks == statistics.cachedBlocks)
-        #expect(cached.writes == 0, "\(cached.writes) decoded writes in \(cached.blocks) cached blocks")
+        let reader = try #require(store.reader)
+        let (cached, scanned) = reader.cache.withLock { $0.offsets }
+        let inFileOrder = blocks.sorted()
+        #expect(cached.count == statistics.cachedBlocks)
+        #expect(cached.isSubset(of: inFileOrder.prefix(cached.count + 1)), "\(cached.sorted()) of \(inFileOrder)")
+        #expect(scanned == inFileOrder.last)
+        let scannedBlock = try #require(reader.cache.withLock { cache in scanned.flatMap { cache.get($0) } })
+        #expect(scannedBlock.hasContents && scannedBlock.decoded.allSatisfy { $0 == nil })
         #expect(try Self.emails(store) == emails)
+        #expect(store.readStatistics.blockReads <= 2 * blocks.count)
     }
 
     /// A cache that holds every record read keeps the writes it decoded: a second scan
