@@ -76,7 +76,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             return (read, partial)
         }
         // Decoding one write needs no lock: the block's bytes are a value.
-        guard location.slot < block.slots.count else {
+        guard location.slot < block.decoded.count else {
             throw damaged(location.blockOffset, "it has no slot \(location.slot)")
         }
         /// A slot must hold the record the key directory says it does.
@@ -90,23 +90,24 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             try check(decoded)
             return (decoded, true)
         }
-        // A block without its bytes comes with every write decoded; should one ever be
-        // missing, the block is read again.
-        let bytes: [UInt8]
-        if block.hasContents {
-            bytes = block.contents
-        } else {
+        // A block without its bytes comes with every write decoded (and without where each
+        // starts); should one ever be missing, the block is read again.
+        var source = block
+        if !block.hasContents {
             var alone = ReadAhead()
-            bytes = try readBlockAlone(at: location.blockOffset, readAhead: &alone).contents
+            source = try readBlockAlone(at: location.blockOffset, readAhead: &alone)
             cache.withLock {
                 $0.misses += 1
                 $0.readAhead.fileReads += alone.fileReads
+            }
+            guard location.slot < source.slots.count else {
+                throw damaged(location.blockOffset, "it has no slot \(location.slot)")
             }
         }
         var snapshot: DefaultSnapshot
         var references: [LogExternalReference] = []
         do {
-            var r = LogByteReader(bytes, position: Int(block.slots[location.slot]))
+            var r = LogByteReader(source.contents, position: Int(source.slots[location.slot]))
             _ = try r.u8()
             snapshot = try LogCodec.decodeSnapshot(
                 &r, map: map, externalReferences: &references, columns: partial ? columns : .all)
@@ -126,7 +127,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         // Part of a record is never kept.
         if partial { return (snapshot, false) }
         let decoded = snapshot
-        let cost = CachedBlock.decodedCost(block.length(ofSlot: location.slot)) + externalBytes
+        let cost = CachedBlock.decodedCost(source.length(ofSlot: location.slot)) + externalBytes
         cache.withLock { $0.setDecoded(location.blockOffset, slot: location.slot, decoded, cost: cost) }
         return (snapshot, true)
     }
@@ -276,14 +277,19 @@ struct ReadAhead {
 /// writes decoded so far, and the bytes themselves while some write is not decoded. A block
 /// read from the file keeps its bytes, and a read decodes the one write it needs; a block a
 /// save wrote comes with every write decoded, and keeps no bytes (they would only double
-/// what the cache holds: at a million rows, 180 MiB of them).
+/// what the cache holds: at a million rows, 180 MiB of them) nor where its writes start.
 struct CachedBlock: Sendable {
     /// The uncompressed bytes, or empty when every write came decoded.
     var contents: [UInt8]
     /// The number of uncompressed bytes.
     let length: Int
+    /// Where each write starts in `contents`; empty in a block a save wrote.
     var slots: [Int32]
     var decoded: [DefaultSnapshot?]
+    /// What a block a save wrote costs the cache, worked out when it is made, since its
+    /// slots are not kept (a probe inserting a million records in one save, 4 KiB blocks:
+    /// 5.8 MB less resident after the save); 0 for a block read from the file.
+    private let savedCost: Int
 
     /// A block read from the file; `decoded` nil leaves every write to decode.
     init(contents: [UInt8], slots: [Int32], decoded: [DefaultSnapshot]?) {
@@ -291,14 +297,22 @@ struct CachedBlock: Sendable {
         self.length = contents.count
         self.slots = slots
         self.decoded = decoded.map { $0.map { Optional($0) } } ?? Array(repeating: nil, count: slots.count)
+        self.savedCost = 0
     }
 
-    /// A block a save wrote, `length` bytes long, with every write as the save gave it.
+    /// A block a save wrote, `length` bytes long, with every write as the save gave it;
+    /// `slots` are where its writes start, for its cost.
     init(length: Int, slots: [Int32], decoded: [DefaultSnapshot]) {
         self.contents = []
         self.length = length
-        self.slots = slots
+        self.slots = []
         self.decoded = decoded.map { Optional($0) }
+        var cost = 64
+        for slot in slots.indices {
+            let end = slot + 1 < slots.count ? Int(slots[slot + 1]) : length
+            cost += Self.decodedCost(end - Int(slots[slot]))
+        }
+        self.savedCost = cost
     }
 
     /// Whether a write that is not decoded can be decoded from what the block holds.
@@ -315,6 +329,7 @@ struct CachedBlock: Sendable {
 
     /// What the cache's capacity counts for the block as it stands.
     var cost: Int {
+        if savedCost > 0 { return savedCost }
         var total = contents.count + slots.count * 12 + 64
         for slot in decoded.indices where decoded[slot] != nil { total += Self.decodedCost(length(ofSlot: slot)) }
         return total
