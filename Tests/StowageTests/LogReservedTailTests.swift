@@ -83,15 +83,24 @@ struct LogReservedTailTests {
         let store = try LogTest.open(directory.storeURL)
         // Random letters, which LZ4 cannot shrink: about 3 KiB a save, 600 KiB in all.
         var rng = SystemRandomNumberGenerator()
+        // Where the last save that grew the file ended, and the file's size then.
+        var grown: (end: Int64, size: Int64) = (0, 0)
         for i in 0..<200 {
             let noise = String(
                 (0..<3000).map { _ in Character(UnicodeScalar(UInt8.random(in: 97...122, using: &rng))) })
             try LogTest.insertTrip(store, "T\(i) " + noise)
+            let size = try Self.size(directory.storeURL)
+            if size != grown.size { grown = (store.fileLength, size) }
         }
         #expect(store.fileLength > 500_000)
         let size = try Self.size(directory.storeURL)
         #expect(size > store.fileLength)
         #expect(size <= store.fileLength + max(4096, size / 8 + 1))
+        // The save that last grew the file wrote an eighth of the file's length as zeros
+        // after its record, more than one write of 64 KiB of them.
+        #expect(size == grown.size)
+        #expect(grown.size == grown.end + grown.end / 8, "\(grown)")
+        #expect(grown.end / 8 > 64 << 10)
         let bytes = try Data(contentsOf: directory.storeURL)
         #expect(bytes[Int(store.fileLength)...].allSatisfy { $0 == 0 })
     }

@@ -474,7 +474,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             recordEnd > max(w.fileSize, w.end)
             ? Self.reservation(after: recordEnd, most: configuration.reservedTail) : 0
         do {
-            if reserve > 0 { try fs.write(w.fd, [UInt8](repeating: 0, count: Int(reserve)), at: recordEnd) }
+            try writeZeros(w.fd, count: reserve, at: recordEnd)
             try fs.write(w.fd, record, at: w.end)
         } catch {
             cutBack(&w, to: w.end)
@@ -526,7 +526,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             recordEnd > max(w.fileSize, w.end)
             ? Self.reservation(after: recordEnd, most: configuration.reservedTail) : 0
         do {
-            if reserve > 0 { try fs.write(w.fd, [UInt8](repeating: 0, count: Int(reserve)), at: recordEnd) }
+            try writeZeros(w.fd, count: reserve, at: recordEnd)
             if !tail.isEmpty { try fs.write(w.fd, tail, at: start + Int64(spilled)) }
             try fs.write(w.fd, frame, at: start)
         } catch {
@@ -537,6 +537,21 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         }
         w.end = recordEnd
         w.fileSize = max(w.fileSize, recordEnd + reserve)
+    }
+
+    /// Zero bytes to write from, shared by every store: making a new array of up to 1 MiB
+    /// of zeros each time a save grew the file cost a fresh allocation, its page faults and
+    /// its `memset`, 15% of the benchmark's updates at a million records (perf).
+    private static let zeros = [UInt8](repeating: 0, count: 64 << 10)
+
+    /// Writes `count` zero bytes at `offset`, in writes of at most 64 KiB.
+    func writeZeros(_ fd: Int32, count: Int64, at offset: Int64) throws {
+        var done: Int64 = 0
+        while done < count {
+            let n = Int(min(count - done, Int64(Self.zeros.count)))
+            try fs.write(fd, n == Self.zeros.count ? Self.zeros : Array(Self.zeros[..<n]), at: offset + done)
+            done += Int64(n)
+        }
     }
 
     /// Cuts the file back to `offset` after a failed write; if that fails too, the store
