@@ -666,7 +666,9 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// it keeps in memory (`Formats/log.md`, "Reading records"): a block read from the file
     /// counts its uncompressed bytes, and each decoded write twice its encoded bytes plus
     /// 48 (a block a save wrote keeps only its decoded writes). A read that misses reads
-    /// one block from the file. SwiftData has no such setting.
+    /// one block from the file; a scan that misses block after block reads up to 256 KiB
+    /// ahead, and once the cache is full keeps its current block beside it: those bytes and
+    /// that block are held outside this capacity. SwiftData has no such setting.
     public var cacheCapacity: Int = 32 << 20
     /// The uncompressed bytes at which a save closes a block of records and starts the next
     /// (`Formats/log.md`, "Commit record"; 4 KiB, kept between 1 KiB and 1 MiB).
