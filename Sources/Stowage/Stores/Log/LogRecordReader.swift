@@ -159,8 +159,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     /// comes from a stretch of the file read ahead in one `pread` (``ReadAhead``); any other
     /// block is read on its own. Bytes read ahead are only a faster way to the same bytes: a
     /// block that does not check out from them is read from the file again, and only what
-    /// that read finds counts.
-    /// `scanned` tells whether the block came from bytes read ahead of a scan.
+    /// that read finds counts. `scanned` tells whether the block came from bytes read ahead.
     private func readBlock(at offset: Int64, readAhead: inout ReadAhead) throws
         -> (block: CachedBlock, scanned: Bool)
     {
