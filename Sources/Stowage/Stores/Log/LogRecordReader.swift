@@ -94,11 +94,10 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         // starts); should one ever be missing, the block is read again.
         var source = block
         if !block.hasContents {
-            var alone = ReadAhead()
-            source = try readBlockAlone(at: location.blockOffset, readAhead: &alone)
+            source = try readBlockAlone(at: location.blockOffset).block
             cache.withLock {
                 $0.misses += 1
-                $0.readAhead.fileReads += alone.fileReads
+                $0.readAhead.fileReads += 2
             }
             guard location.slot < source.slots.count else {
                 throw damaged(location.blockOffset, "it has no slot \(location.slot)")
@@ -163,55 +162,50 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     private func readBlock(at offset: Int64, readAhead: inout ReadAhead) throws
         -> (block: CachedBlock, scanned: Bool)
     {
-        if let block = readAhead.block(at: offset, parse: parseBlock) {
-            readAhead.noteRead(endingAt: block.end)
-            return (block.block, true)
-        }
+        if let block = readAhead.take(at: offset, parse: Self.parseBlock) { return (block, true) }
         if readAhead.follows(offset) {
             let available = try fs.size(fd) - offset
             let count = Int(min(Int64(ReadAhead.stretch), max(0, available)))
             if count > LogBlocks.headerSize {
                 readAhead.fill(at: offset, try fs.read(fd, count: count, at: offset))
-                if let block = readAhead.block(at: offset, parse: parseBlock) {
-                    readAhead.noteRead(endingAt: block.end)
-                    return (block.block, true)
-                }
+                if let block = readAhead.take(at: offset, parse: Self.parseBlock) { return (block, true) }
             }
         }
-        return (try readBlockAlone(at: offset, readAhead: &readAhead), false)
+        let (block, end) = try readBlockAlone(at: offset)
+        readAhead.fileReads += 2
+        readAhead.noteRead(endingAt: end)
+        return (block, false)
     }
 
-    /// Checks and decodes a block from `bytes`, which begin with its header: the block and
-    /// where it ends in `bytes`, or `nil` when `bytes` end first.
-    private func parseBlock(_ bytes: ArraySlice<UInt8>) throws -> (block: CachedBlock, length: Int)? {
-        let header = try LogBlocks.header(bytes.prefix(LogBlocks.headerSize), available: LogFormat.maximumPayload)
+    /// Checks and decodes a block from `bytes`, which begin with its header and hold at
+    /// least `LogBlocks.headerSize` bytes: the block and its length with its header, or
+    /// `nil` when `bytes` end before it does.
+    private static func parseBlock(_ bytes: ArraySlice<UInt8>) throws -> (block: CachedBlock, length: Int)? {
+        let start = bytes.startIndex
+        let headerBytes = bytes[start..<start + LogBlocks.headerSize]
+        let header = try LogBlocks.header(headerBytes, available: LogFormat.maximumPayload)
         let length = LogBlocks.headerSize + header.storedLength
         guard bytes.count >= length else { return nil }
-        let start = bytes.startIndex
         let contents = try LogBlocks.contents(
-            header, headerBytes: bytes[start..<start + LogBlocks.headerSize],
-            stored: bytes[start + LogBlocks.headerSize..<start + length])
+            header, headerBytes: headerBytes, stored: bytes[start + LogBlocks.headerSize..<start + length])
         let slots = try LogCodec.writeStarts(contents, writes: header.writes)
         return (CachedBlock(contents: contents, slots: slots, decoded: nil), length)
     }
 
-    /// Reads the block at `offset` with a read for its header and one for the rest.
-    private func readBlockAlone(at offset: Int64, readAhead: inout ReadAhead) throws -> CachedBlock {
-        readAhead.fileReads += 2
+    /// Reads the block at `offset` with one read for its header and one for all of it (two
+    /// file reads): the block and where it ends in the file.
+    private func readBlockAlone(at offset: Int64) throws -> (block: CachedBlock, end: Int64) {
         let headerBytes = try fs.read(fd, count: LogBlocks.headerSize, at: offset)
-        let header: LogBlocks.Header
+        guard headerBytes.count == LogBlocks.headerSize else { throw damaged(offset, "a block header is cut short") }
         do {
-            header = try LogBlocks.header(headerBytes[...], available: LogFormat.maximumPayload)
-        } catch {
-            throw damaged(offset, "\(error)")
-        }
-        let stored = try fs.read(fd, count: header.storedLength, at: offset + Int64(LogBlocks.headerSize))
-        guard stored.count == header.storedLength else { throw damaged(offset, "the file ends inside it") }
-        do {
-            let contents = try LogBlocks.contents(header, headerBytes: headerBytes[...], stored: stored[...])
-            let slots = try LogCodec.writeStarts(contents, writes: header.writes)
-            readAhead.noteRead(endingAt: offset + Int64(LogBlocks.headerSize + header.storedLength))
-            return CachedBlock(contents: contents, slots: slots, decoded: nil)
+            let header = try LogBlocks.header(headerBytes[...], available: LogFormat.maximumPayload)
+            let bytes = try fs.read(fd, count: LogBlocks.headerSize + header.storedLength, at: offset)
+            guard let (block, length) = try Self.parseBlock(bytes[...]) else {
+                throw damaged(offset, "the file ends inside it")
+            }
+            return (block, offset + Int64(length))
+        } catch let error as DataStoreError {
+            throw error
         } catch {
             throw damaged(offset, "\(error)")
         }
@@ -252,6 +246,7 @@ struct ReadAhead {
         bytes = read
     }
 
+    /// Notes that the block read last ends at `end`.
     mutating func noteRead(endingAt end: Int64) { lastEnd = end }
 
     /// Forgets the bytes and the scan.
@@ -260,15 +255,16 @@ struct ReadAhead {
         lastEnd = -1
     }
 
-    /// The block at `offset` parsed from the bytes read ahead, and where it ends in the
-    /// file; `nil` when they do not hold all of it, or it does not check out from them.
-    func block(
+    /// The block at `offset` parsed from the bytes read ahead, noted as the block read
+    /// last; `nil` when they do not hold all of it, or it does not check out from them.
+    mutating func take(
         at offset: Int64, parse: (ArraySlice<UInt8>) throws -> (block: CachedBlock, length: Int)?
-    ) -> (block: CachedBlock, end: Int64)? {
-        guard offset >= start, offset - start < Int64(bytes.count) else { return nil }
+    ) -> CachedBlock? {
+        guard offset >= start, offset - start + Int64(LogBlocks.headerSize) <= Int64(bytes.count) else { return nil }
         let from = Int(offset - start)
         guard let parsed = try? parse(bytes[from...]) else { return nil }
-        return (parsed.block, offset + Int64(parsed.length))
+        noteRead(endingAt: offset + Int64(parsed.length))
+        return parsed.block
     }
 }
 
@@ -375,7 +371,7 @@ struct BlockCache {
         // Reads in key order stay in one block for a while: the most recent one needs no
         // look-up.
         if head >= 0, nodes[head].offset == offset { return nodes[head].block }
-        if let scanned, scanned.offset == offset { return scanned.block }
+        if scanned?.offset == offset, let block = scanned?.block { return block }
         guard let i = byOffset[StoreNumber(offset)] else { return nil }
         if head != i {
             unlink(i)
