@@ -66,6 +66,36 @@ struct BatchTests {
         #expect(again.allSatisfy { model in fetched.contains { $0 === model } })
     }
 
+    /// The model the block is given is registered while the block runs, and stays so if
+    /// the block keeps it, whatever the context does next; one it lets go leaves no entry.
+    @Test func enumerateKeepsTheIdentityOfModelsTheBlockKeeps() throws {
+        let context = ModelContext(try filled(30))
+        var kept: [Item] = []
+        var sameInBlock = 0
+        var keptStillSame = 0
+        try context.enumerate(FetchDescriptor<Item>(sortBy: [SortDescriptor(\.weight)]), batchSize: 7) { item in
+            if context.model(for: item.persistentModelID) as? Item === item { sameInBlock += 1 }
+            // The models kept before this one are still the context's.
+            if kept.allSatisfy({ context.model(for: $0.persistentModelID) as? Item === $0 }) { keptStillSame += 1 }
+            if Int(item.weight) % 3 == 0 { kept.append(item) }
+        }
+        #expect(sameInBlock == 30 && keptStillSame == 30)
+        #expect(kept.count == 10)
+        #expect(context.registeredModelCount == 10)
+        // The last row's model was kept too; a fetch, an insert and a save later, every kept
+        // model is still the one the context hands out, and the others are new objects.
+        context.insert(Item(name: "new"))
+        try context.save()
+        let all = try context.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.name != "new" }))
+        #expect(all.count == 30)
+        for item in all {
+            let wasKept = kept.contains { $0 === item }
+            #expect(wasKept == (Int(item.weight) % 3 == 0), "\(item.name)")
+        }
+        kept = []
+        #expect(context.registeredModelCount == all.count)
+    }
+
     @Test func enumerateNoticesModelsTheBlockRegistersMidBatch() throws {
         let context = ModelContext(try filled(10))
         var fetched: [Item] = []

@@ -68,7 +68,7 @@ extension ModelContext {
                         model = registeredMeanwhile
                     } else {
                         guard let snapshot = snapshots[next] else { continue }
-                        model = try materialize(snapshot, knownUnregistered: true)
+                        model = try materialize(snapshot, knownUnregistered: true, provisionally: true)
                         known = registered.registrations
                         loaded.append(id)
                     }

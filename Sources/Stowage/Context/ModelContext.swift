@@ -412,7 +412,11 @@ public final class ModelContext {
     /// The registered model for a snapshot, refreshed if it has no unsaved changes, or a
     /// new model registered for it. The entity is found by the identifier's scope
     /// (``entity(of:)`` keeps the last one), not by comparing or hashing its name.
-    func materialize(_ snapshot: DefaultSnapshot, knownUnregistered: Bool = false) throws -> any PersistentModel {
+    /// `provisionally` registers a new model outside the registry's table, for a model
+    /// that probably goes soon (``ModelRegistry/registerProvisionally(_:data:for:)``).
+    func materialize(
+        _ snapshot: DefaultSnapshot, knownUnregistered: Bool = false, provisionally: Bool = false
+    ) throws -> any PersistentModel {
         let id = snapshot.persistentIdentifier
         if !knownUnregistered, let model = registered[id] {
             if !hasPendingChanges(id) {
@@ -426,7 +430,11 @@ public final class ModelContext {
         let data = try ModelBackingData(entity: entity, snapshot: snapshot)
         let model = entity.modelType.init(backingData: data)
         data.context = self
-        registered.register(model, data: data, for: id)
+        if provisionally {
+            registered.registerProvisionally(model, data: data, for: id)
+        } else {
+            registered.register(model, data: data, for: id)
+        }
         return model
     }
 }
