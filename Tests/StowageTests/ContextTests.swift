@@ -273,6 +273,39 @@ struct ContextTests {
         #expect(!ModelContext(container).autosaveEnabled)
     }
 
+    /// A container and its main context refer to each other; letting the container go
+    /// must still close its store, or the next open of the same file in this process
+    /// finds it locked.
+    @Test @MainActor func aContainerWhoseMainContextWasUsedClosesItsStoreWhenLetGo() throws {
+        let url = LogTestDirectory.fresh().url.appendingPathComponent("main.store")
+        weak var gone: ModelContainer?
+        do {
+            let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+            gone = container
+            container.mainContext.insert(Trip(name: "Kept by the main context"))
+            try container.mainContext.save()
+            #expect(container.mainContext.container === container)
+        }
+        #expect(gone == nil, "the container outlived every reference to it")
+        let reopened = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+        #expect(try ModelContext(reopened).fetchCount(FetchDescriptor<Trip>()) == 1)
+    }
+
+    /// Holding only the main context keeps its container's stores open and working.
+    @Test @MainActor func aMainContextHeldAloneKeepsItsStoresOpen() throws {
+        let url = LogTestDirectory.fresh().url.appendingPathComponent("alone.store")
+        let main = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url)).mainContext
+        main.insert(Trip(name: "Alone"))
+        try main.save()
+        #expect(try main.fetch(FetchDescriptor<Trip>()).map(\.name) == ["Alone"])
+        // Its container, asked for again, is one whose main context is this one.
+        #expect(main.container.mainContext === main)
+        #expect(try ModelContext(main.container).fetchCount(FetchDescriptor<Trip>()) == 1)
+        #expect(throws: DataStoreError.storeLocked) {
+            _ = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
+        }
+    }
+
     @Test func aContainerFromASchemaAndAnyConfigurations() throws {
         let schema = Schema([Trip.self, Item.self])
         let configurations: [any DataStoreConfiguration] = [ModelConfiguration(isStoredInMemoryOnly: true)]

@@ -5,20 +5,57 @@ import Foundation
 /// A container opens one store per configuration and routes each entity to the store
 /// whose configuration lists it (the first store when none does). It is `Sendable`:
 /// share one container, and give each actor its own ``ModelContext``.
+///
+/// The stores close when the container and every context made from it are gone. The
+/// container keeps its ``mainContext``, which refers back to it without keeping it: the
+/// two would otherwise keep each other, and the stores open (and locked), for the life of
+/// the process.
 public final class ModelContainer: Sendable {
+    /// What contexts need of a container: its schema and its open stores. Every context
+    /// keeps these, and ordinary contexts keep their container too; the main context keeps
+    /// only these, so that it and its container do not keep each other alive.
+    final class Core: Sendable {
+        let schema: Schema
+        let configurations: [any DataStoreConfiguration]
+        // Metatypes are immutable; the plan is only read.
+        nonisolated(unsafe) let migrationPlan: (any SchemaMigrationPlan.Type)?
+        let stores: [any DataStore]
+        let storeForEntity: [String: Int]
+        /// The one store, when there is one and it keeps a ``SnapshotTable``: found once, as
+        /// the cast cost a tenth of loading one model by identifier.
+        let onlyTableStore: (any SnapshotTableStore)?
+
+        init(
+            schema: Schema, configurations: [any DataStoreConfiguration],
+            migrationPlan: (any SchemaMigrationPlan.Type)?, stores: [any DataStore], storeForEntity: [String: Int]
+        ) {
+            self.schema = schema
+            self.configurations = configurations
+            self.migrationPlan = migrationPlan
+            self.stores = stores
+            self.storeForEntity = storeForEntity
+            self.onlyTableStore = stores.count == 1 ? stores[0] as? any SnapshotTableStore : nil
+        }
+
+        func store(for entityName: String) throws -> any DataStore {
+            guard let index = storeForEntity[entityName], index < stores.count else {
+                throw SwiftDataError(.unknownModelType, "\(entityName) is not in the container's schema")
+            }
+            return stores[index]
+        }
+    }
+
+    let core: Core
     /// The schema of every store.
-    public let schema: Schema
+    public var schema: Schema { core.schema }
     /// The configurations, in the order given.
-    public let configurations: [any DataStoreConfiguration]
+    public var configurations: [any DataStoreConfiguration] { core.configurations }
     /// The migration plan, if any.
-    // Metatypes are immutable; the plan is only read.
-    nonisolated(unsafe) public let migrationPlan: (any SchemaMigrationPlan.Type)?
-    let stores: [any DataStore]
-    let storeForEntity: [String: Int]
-    /// The one store, when there is one and it keeps a ``SnapshotTable``: found once, as
-    /// the cast cost a tenth of loading one model by identifier.
-    let onlyTableStore: (any SnapshotTableStore)?
-    @MainActor private var _mainContext: ModelContext?
+    public var migrationPlan: (any SchemaMigrationPlan.Type)? { core.migrationPlan }
+    var stores: [any DataStore] { core.stores }
+    var storeForEntity: [String: Int] { core.storeForEntity }
+    /// Read and made by ``mainContext`` on the main actor, or set when the container is made.
+    nonisolated(unsafe) private var _mainContext: ModelContext?
 
     /// Opens a container for `schema`.
     /// - Throws: ``SwiftDataError`` `.configurationSchemaMismatch` when a configuration's
@@ -47,12 +84,17 @@ public final class ModelContainer: Sendable {
         for entity in schema.entities where routes[entity.name] == nil {
             routes[entity.name] = 0
         }
-        self.schema = schema
-        self.configurations = configurations
-        self.migrationPlan = migrationPlan
-        self.stores = stores
-        self.storeForEntity = routes
-        self.onlyTableStore = stores.count == 1 ? stores[0] as? any SnapshotTableStore : nil
+        self.core = Core(
+            schema: schema, configurations: configurations, migrationPlan: migrationPlan, stores: stores,
+            storeForEntity: routes)
+    }
+
+    /// A container for stores that are open already, whose main context is `mainContext`:
+    /// what a main context gives as its ``ModelContext/container`` once the container it
+    /// was made by is gone.
+    init(core: Core, mainContext: ModelContext) {
+        self.core = core
+        self._mainContext = mainContext
     }
 
     /// Opens a container for `schema`.
@@ -91,7 +133,7 @@ public final class ModelContainer: Sendable {
     /// The context bound to the main actor. Its ``ModelContext/autosaveEnabled`` is `true`.
     @MainActor public var mainContext: ModelContext {
         if let existing = _mainContext { return existing }
-        let context = ModelContext(self)
+        let context = ModelContext(mainOf: self)
         context.autosaveEnabled = true
         _mainContext = context
         return context
@@ -108,9 +150,6 @@ public final class ModelContainer: Sendable {
     }
 
     func store(for entityName: String) throws -> any DataStore {
-        guard let index = storeForEntity[entityName], index < stores.count else {
-            throw SwiftDataError(.unknownModelType, "\(entityName) is not in the container's schema")
-        }
-        return stores[index]
+        try core.store(for: entityName)
     }
 }

@@ -107,7 +107,7 @@ extension ModelContext {
         -> (any DataStore, DataStoreFetchRequest<T>)
     {
         let (entity, store) = try route(T.self)
-        let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
+        let query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
         return (store, DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
     }
 
@@ -115,10 +115,10 @@ extension ModelContext {
     func route(_ type: any PersistentModel.Type) throws -> (Schema.Entity, any DataStore) {
         let key = ObjectIdentifier(type)
         if let known = routes[key] { return known }
-        guard let entity = container.schema.entity(forModelType: type) else {
+        guard let entity = core.schema.entity(forModelType: type) else {
             throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema")
         }
-        let route = (entity, try container.store(for: entity.name))
+        let route = (entity, try core.store(for: entity.name))
         routes[key] = route
         return route
     }
@@ -145,11 +145,11 @@ extension ModelContext {
         storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
     ) throws -> [DefaultSnapshot] {
         let (entity, store) = try route(descriptor.modelType)
-        let query = try FetchQuery(descriptor, entity: entity, schema: container.schema)
+        let query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
         guard descriptor.includePendingChanges, hasPendingChanges(forEntity: query.entity.name) else {
             // Straight to the one table-keeping store when there is one, without the generic
             // request and result.
-            if let tableStore = container.onlyTableStore {
+            if let tableStore = core.onlyTableStore {
                 return try tableStore.withTable { try $0.fetch(query) }
             }
             return try storeFetch(store, editingState, query)
@@ -174,7 +174,7 @@ extension ModelContext {
                 return try? model.persistentBackingData.snapshot()
             }
             if self.deletedModels[id] != nil { return nil }
-            return try? self.container.store(for: id.entityName).snapshots(for: [id])[id]
+            return try? core.store(for: id.entityName).snapshots(for: [id])[id]
         })
         let order = insertedOrder + changedOrder
         for id in order {

@@ -25,7 +25,7 @@ extension ModelContext {
         func storeIndex(_ id: PersistentIdentifier) throws -> Int {
             let scope = ObjectIdentifier(id.scope)
             if let lastStore, lastStore.scope == scope { return lastStore.index }
-            guard let index = container.storeForEntity[id.entityName] else {
+            guard let index = core.storeForEntity[id.entityName] else {
                 throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
             }
             lastStore = (scope, index)
@@ -64,7 +64,7 @@ extension ModelContext {
             let request = DataStoreSaveChangesRequest(
                 editingState: editingState, inserted: inserted[index] ?? [], updated: updated[index] ?? [],
                 deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
-            let result = try container.stores[index].save(request)
+            let result = try core.stores[index].save(request)
             if !request.inserted.isEmpty {
                 let positions = insertPositions[index] ?? []
                 if let ids = result.insertedIdentifiers {

@@ -26,7 +26,23 @@ public final class ModelContext {
     }
 
     /// The container.
-    public let container: ModelContainer
+    ///
+    /// The main context does not keep its container (which keeps it); when that container
+    /// is gone, this is a new container for the same open stores, whose main context is
+    /// this one. Stowage's own: SwiftData does not say how the two hold each other.
+    public var container: ModelContainer {
+        if let ownContainer { return ownContainer }
+        if let mainContainer { return mainContainer }
+        let container = ModelContainer(core: core, mainContext: self)
+        mainContainer = container
+        return container
+    }
+    /// The schema and the stores, which the context keeps open.
+    let core: ModelContainer.Core
+    /// The container of an ordinary context, kept by it.
+    private let ownContainer: ModelContainer?
+    /// The container of the main context, not kept by it.
+    private weak var mainContainer: ModelContainer?
     /// Whether the context saves on its own after changes. `true` for the main context.
     ///
     /// SwiftData saves at moments of its choosing (and tests show it can lose recent
@@ -101,14 +117,23 @@ public final class ModelContext {
     func entity(of id: PersistentIdentifier) -> Schema.Entity? {
         let scope = ObjectIdentifier(id.scope)
         if let lastEntity, lastEntity.scope == scope { return lastEntity.entity }
-        guard let entity = container.schema.entitiesByName[id.entityName] else { return nil }
+        guard let entity = core.schema.entitiesByName[id.entityName] else { return nil }
         lastEntity = (scope, entity)
         return entity
     }
 
     /// Creates a context for `container`.
     public init(_ container: ModelContainer) {
-        self.container = container
+        self.core = container.core
+        self.ownContainer = container
+        link.context = self
+    }
+
+    /// Creates `container`'s main context, which does not keep `container`.
+    init(mainOf container: ModelContainer) {
+        self.core = container.core
+        self.ownContainer = nil
+        self.mainContainer = container
         link.context = self
     }
 
@@ -372,7 +397,7 @@ public final class ModelContext {
         // One identifier: straight from the one table-keeping store when there is one, else
         // read in order, without the dictionaries `loadSnapshots` builds.
         let snapshot: DefaultSnapshot?
-        if let store = container.onlyTableStore {
+        if let store = core.onlyTableStore {
             snapshot = try? store.withTable { try $0.snapshot(for: id) }
         } else {
             snapshot = (try? loadSnapshotsInOrder([id]))?.first ?? nil
@@ -384,7 +409,7 @@ public final class ModelContext {
     /// The stored snapshots of `ids`, in their order (`nil` for a missing record): without
     /// a dictionary when one store that keeps a ``SnapshotTable`` holds them all.
     func loadSnapshotsInOrder(_ ids: [PersistentIdentifier]) throws -> [DefaultSnapshot?] {
-        if let store = container.onlyTableStore {
+        if let store = core.onlyTableStore {
             return try store.withTable { try $0.snapshotsInOrder(for: ids) }
         }
         let found = try loadSnapshots(ids)
@@ -397,14 +422,14 @@ public final class ModelContext {
     func loadSnapshots(_ ids: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
         var byStore: [Int: [PersistentIdentifier]] = [:]
         for id in ids where !id.isTemporary {
-            if let index = container.storeForEntity[id.entityName] { byStore[index, default: []].append(id) }
+            if let index = core.storeForEntity[id.entityName] { byStore[index, default: []].append(id) }
         }
         if byStore.count == 1, let (index, group) = byStore.first {
-            return try container.stores[index].snapshots(for: group)
+            return try core.stores[index].snapshots(for: group)
         }
         var result: [PersistentIdentifier: DefaultSnapshot] = [:]
         for (index, group) in byStore {
-            result.merge(try container.stores[index].snapshots(for: group)) { a, _ in a }
+            result.merge(try core.stores[index].snapshots(for: group)) { a, _ in a }
         }
         return result
     }
