@@ -51,7 +51,7 @@ extension ModelContext {
             deleted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
         }
         for index in Set(inserted.keys).union(updated.keys).union(deleted.keys) {
-            if let configuration = container.configurations[index] as? ModelConfiguration, !configuration.allowsSave {
+            if let configuration = core.configurations[index] as? ModelConfiguration, !configuration.allowsSave {
                 throw DataStoreError(
                     .unsupportedFeature, "the configuration \"\(configuration.name)\" does not allow saves")
             }
