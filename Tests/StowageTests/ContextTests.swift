@@ -282,6 +282,9 @@ struct ContextTests {
         do {
             let container = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url))
             gone = container
+            // An autosave scheduled on the main queue would hold the context until the
+            // queue runs it, after this test; the save below is the one that matters.
+            container.mainContext.autosaveEnabled = false
             container.mainContext.insert(Trip(name: "Kept by the main context"))
             try container.mainContext.save()
             #expect(container.mainContext.container === container)
@@ -295,6 +298,7 @@ struct ContextTests {
     @Test @MainActor func aMainContextHeldAloneKeepsItsStoresOpen() throws {
         let url = LogTestDirectory.fresh().url.appendingPathComponent("alone.store")
         let main = try ModelContainer(for: Trip.self, configurations: ModelConfiguration(url: url)).mainContext
+        main.autosaveEnabled = false
         main.insert(Trip(name: "Alone"))
         try main.save()
         #expect(try main.fetch(FetchDescriptor<Trip>()).map(\.name) == ["Alone"])
