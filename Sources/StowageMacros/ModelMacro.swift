@@ -176,6 +176,10 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             return []
         }
         if let index = persistedIndex(of: member, in: declaration) {
+            // A generic class cannot hold the static key paths `root:` asks for.
+            if let classDecl = declaration.as(ClassDeclSyntax.self), classDecl.genericParameterClause == nil {
+                return ["@_PersistedProperty(index: \(raw: index), root: \(raw: classDecl.name.trimmed.text).self)"]
+            }
             return ["@_PersistedProperty(index: \(raw: index))"]
         }
         return ["@_PersistedProperty"]

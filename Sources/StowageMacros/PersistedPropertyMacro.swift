@@ -36,6 +36,9 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             read = "self.getValue(forKey: \\.\(identifier))"
             write = "self.setValue(forKey: \\.\(identifier), to: newValue)"
         }
+        // The key path Observation is handed: made once beside the property when `@Model`
+        // names the class (`root:`), else a literal, which is made on every read.
+        let keyPath = root(node).map { "\($0)._keyPath_\(name)" } ?? "\\.\(identifier)"
         return [
             """
             @storageRestrictions(accesses: _$backingData, initializes: _\(raw: name))
@@ -46,14 +49,14 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
             """,
             """
             get {
-                _$observationRegistrar.access(self, keyPath: \\.\(raw: identifier))
+                _$observationRegistrar.access(self, keyPath: \(raw: keyPath))
                 return \(raw: read)
             }
             """,
             """
             set {
                 if let observation = _$observation {
-                    observation.withMutation(of: self, keyPath: \\.\(raw: identifier)) {
+                    observation.withMutation(of: self, keyPath: \(raw: keyPath)) {
                         \(raw: write)
                     }
                 } else {
@@ -73,12 +76,34 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         return Int(literal.literal.text)
     }
 
+    /// The class named by the `root:` argument (`root: Trip.self`), when `@Model` gives one.
+    static func root(_ node: AttributeSyntax) -> String? {
+        guard case .argumentList(let arguments) = node.arguments,
+            let argument = arguments.first(where: { $0.label?.text == "root" }),
+            let access = argument.expression.as(MemberAccessExprSyntax.self),
+            access.declName.baseName.tokenKind == .keyword(.self),
+            let base = access.base
+        else { return nil }
+        return base.trimmedDescription
+    }
+
     public static func expansion(
         of node: AttributeSyntax,
         providingPeersOf declaration: some DeclSyntaxProtocol,
         in context: some MacroExpansionContext
     ) throws -> [DeclSyntax] {
-        guard let (_, name) = propertyName(declaration) else { return [] }
-        return ["@Stowage._StowageIgnored private var _\(raw: name): Stowage._StowagePersistedProperty"]
+        guard let (identifier, name) = propertyName(declaration) else { return [] }
+        var peers: [DeclSyntax] = [
+            "@Stowage._StowageIgnored private var _\(raw: name): Stowage._StowagePersistedProperty"
+        ]
+        if let root = root(node) {
+            // Made once: a key path literal in the accessors was looked up on every read
+            // (`swift_getKeyPath`), two thirds of a read that does nothing else. Key paths
+            // are immutable, so sharing one across threads is safe.
+            peers.append(
+                "nonisolated(unsafe) private static let _keyPath_\(raw: name) = \\\(raw: root).\(raw: identifier)"
+            )
+        }
+        return peers
     }
 }

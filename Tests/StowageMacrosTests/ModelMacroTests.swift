@@ -29,12 +29,12 @@ struct ModelMacroTests {
                             _name = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \.name)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_name)
                             return self._getValue(forKey: \.name, at: 0)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: \.name) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_name) {
                                     self._setValue(forKey: \.name, at: 0, to: newValue)
                                 }
                             } else {
@@ -44,6 +44,8 @@ struct ModelMacroTests {
                     }
 
                     @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
+
+                    nonisolated(unsafe) private static let _keyPath_name = \Item.name
                     var isPacked {
                         @storageRestrictions(accesses: _$backingData, initializes: _isPacked)
                         init(initialValue) {
@@ -51,12 +53,12 @@ struct ModelMacroTests {
                             _isPacked = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \.isPacked)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_isPacked)
                             return self._getValue(forKey: \.isPacked, at: 1)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: \.isPacked) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_isPacked) {
                                     self._setValue(forKey: \.isPacked, at: 1, to: newValue)
                                 }
                             } else {
@@ -66,6 +68,8 @@ struct ModelMacroTests {
                     }
 
                     @Stowage._StowageIgnored private var _isPacked: Stowage._StowagePersistedProperty
+
+                    nonisolated(unsafe) private static let _keyPath_isPacked = \Item.isPacked
                     var note: String? {
                         @storageRestrictions(accesses: _$backingData, initializes: _note)
                         init(initialValue) {
@@ -73,12 +77,12 @@ struct ModelMacroTests {
                             _note = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \.note)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_note)
                             return self._getValue(forKey: \.note, at: 2)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: \.note) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_note) {
                                     self._setValue(forKey: \.note, at: 2, to: newValue)
                                 }
                             } else {
@@ -88,6 +92,8 @@ struct ModelMacroTests {
                     }
 
                     @Stowage._StowageIgnored private var _note: Stowage._StowagePersistedProperty
+
+                    nonisolated(unsafe) private static let _keyPath_note = \Item.note
                     var tags: [Tag] {
                         @storageRestrictions(accesses: _$backingData, initializes: _tags)
                         init(initialValue) {
@@ -95,12 +101,12 @@ struct ModelMacroTests {
                             _tags = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \.tags)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_tags)
                             return self._getValue(forKey: \.tags, at: 3)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: \.tags) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_tags) {
                                     self._setValue(forKey: \.tags, at: 3, to: newValue)
                                 }
                             } else {
@@ -110,6 +116,8 @@ struct ModelMacroTests {
                     }
 
                     @Stowage._StowageIgnored private var _tags: Stowage._StowagePersistedProperty
+
+                    nonisolated(unsafe) private static let _keyPath_tags = \Item.tags
                     var trip: Trip? {
                         @storageRestrictions(accesses: _$backingData, initializes: _trip)
                         init(initialValue) {
@@ -117,12 +125,12 @@ struct ModelMacroTests {
                             _trip = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: \.trip)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_trip)
                             return self._getValue(forKey: \.trip, at: 4)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: \.trip) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_trip) {
                                     self._setValue(forKey: \.trip, at: 4, to: newValue)
                                 }
                             } else {
@@ -132,6 +140,8 @@ struct ModelMacroTests {
                     }
 
                     @Stowage._StowageIgnored private var _trip: Stowage._StowagePersistedProperty
+
+                    nonisolated(unsafe) private static let _keyPath_trip = \Item.trip
                     var isSelected = false
                     var computed: Int { 3 }          // computed: untouched
                     static var categories = ["a"]   // static: untouched
@@ -197,6 +207,36 @@ struct ModelMacroTests {
                 """#)
     }
 
+    /// A class's accessors hand Observation a key path made once, beside the property; a
+    /// generic class cannot hold a static property, so its accessors keep the literal.
+    @Test("Key paths for Observation are made once, except in a generic class")
+    func observationKeyPaths() {
+        let plain = expand(
+            """
+            @Model final class Trip {
+                var name: String
+                init(name: String) { self.name = name }
+            }
+            """
+        ).source
+        #expect(plain.contains(#"nonisolated(unsafe) private static let _keyPath_name = \Trip.name"#))
+        #expect(plain.contains("access(self, keyPath: Trip._keyPath_name)"))
+        #expect(plain.contains("withMutation(of: self, keyPath: Trip._keyPath_name)"))
+        #expect(!plain.contains(#"keyPath: \.name"#))
+
+        let generic = expand(
+            """
+            @Model final class Box<Content> {
+                var name: String
+                init(name: String) { self.name = name }
+            }
+            """
+        ).source
+        #expect(!generic.contains("_keyPath_"))
+        #expect(generic.contains(#"access(self, keyPath: \.name)"#))
+        #expect(generic.contains(#"withMutation(of: self, keyPath: \.name)"#))
+    }
+
     @Test("A class nested in an enum keeps its own name for the entity and key paths")
     func nestedInEnum() {
         assertExpansion(
@@ -219,12 +259,12 @@ struct ModelMacroTests {
                                 _name = Stowage._StowagePersistedProperty()
                             }
                             get {
-                                _$observationRegistrar.access(self, keyPath: \.name)
+                                _$observationRegistrar.access(self, keyPath: Item._keyPath_name)
                                 return self._getValue(forKey: \.name, at: 0)
                             }
                             set {
                                 if let observation = _$observation {
-                                    observation.withMutation(of: self, keyPath: \.name) {
+                                    observation.withMutation(of: self, keyPath: Item._keyPath_name) {
                                         self._setValue(forKey: \.name, at: 0, to: newValue)
                                     }
                                 } else {
@@ -234,6 +274,8 @@ struct ModelMacroTests {
                         }
 
                         @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
+
+                        nonisolated(unsafe) private static let _keyPath_name = \Item.name
                         init(name: String) { self.name = name }
 
                         @Stowage._StowageIgnored @exclusivity(unchecked) private var _$backingData: Stowage.ModelBackingData? = nil

@@ -46,6 +46,14 @@ public macro _PersistedProperty() = #externalMacro(module: "StowageMacros", type
 @attached(peer, names: prefixed(_))
 public macro _PersistedProperty(index: Int) = #externalMacro(module: "StowageMacros", type: "PersistedPropertyMacro")
 
+/// `@_PersistedProperty(index:)` in a class that is not generic, `root`: its accessors hand
+/// Observation a key path made once (`_keyPath_` and the property's name, beside it)
+/// instead of a key path literal, which is looked up on every read.
+@attached(accessor, names: named(init), named(get), named(set))
+@attached(peer, names: prefixed(_), prefixed(_keyPath_))
+public macro _PersistedProperty(index: Int, root: Any.Type) =
+    #externalMacro(module: "StowageMacros", type: "PersistedPropertyMacro")
+
 /// Customizes how a persisted property is stored: uniqueness, external storage,
 /// a transformer, or its name in an earlier schema version.
 ///

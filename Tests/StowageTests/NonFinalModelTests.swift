@@ -1,0 +1,45 @@
+import Foundation
+import Observation
+import Stowage
+import StowageTestSupport
+import Synchronization
+import Testing
+
+/// A model class that is not `final`: its accessors refer to the key paths `@Model` makes
+/// once through the class's own name, which must still type-check and observe.
+@Model
+class Vehicle {
+    var name: String
+    var wheels: Int
+
+    init(name: String, wheels: Int) {
+        self.name = name
+        self.wheels = wheels
+    }
+}
+
+@Suite("A model class that is not final")
+struct NonFinalModelTests {
+    @Test func savesFetchesAndIsObserved() throws {
+        let container = try ModelContainer(
+            for: Vehicle.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        let context = ModelContext(container)
+        context.insert(Vehicle(name: "bike", wheels: 2))
+        try context.save()
+        let bike = try #require(try context.fetch(FetchDescriptor<Vehicle>()).first)
+        #expect(bike.name == "bike" && bike.wheels == 2)
+        let changes = Mutex(0)
+        withObservationTracking {
+            _ = bike.wheels
+        } onChange: {
+            changes.withLock { $0 += 1 }
+        }
+        bike.name = "tricycle"
+        #expect(changes.withLock { $0 } == 0, "a property the observer did not read")
+        bike.wheels = 3
+        #expect(changes.withLock { $0 } == 1)
+        try context.save()
+        let again = try ModelContext(container).fetch(FetchDescriptor<Vehicle>()).map { "\($0.name) \($0.wheels)" }
+        #expect(again == ["tricycle 3"])
+    }
+}
