@@ -177,12 +177,38 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
         }
         if let index = persistedIndex(of: member, in: declaration) {
             // A generic class cannot hold the static key paths `root:` asks for.
-            if let classDecl = declaration.as(ClassDeclSyntax.self), classDecl.genericParameterClause == nil {
+            if let classDecl = declaration.as(ClassDeclSyntax.self), canDeclareStaticStorage(classDecl, in: context) {
                 return ["@_PersistedProperty(index: \(raw: index), root: \(raw: classDecl.name.trimmed.text).self)"]
             }
             return ["@_PersistedProperty(index: \(raw: index))"]
         }
         return ["@_PersistedProperty"]
+    }
+
+    /// Whether `classDecl` can declare static stored properties: not when it, or a type it
+    /// is declared in, is generic; and, since the syntax cannot tell whether an extended or
+    /// enclosing type is generic, not inside an extension, a function or any other context
+    /// but a type declaration.
+    static func canDeclareStaticStorage(
+        _ classDecl: ClassDeclSyntax, in context: some MacroExpansionContext
+    ) -> Bool {
+        guard classDecl.genericParameterClause == nil else { return false }
+        for node in context.lexicalContext {
+            let generics: GenericParameterClauseSyntax?
+            if let decl = node.as(ClassDeclSyntax.self) {
+                generics = decl.genericParameterClause
+            } else if let decl = node.as(StructDeclSyntax.self) {
+                generics = decl.genericParameterClause
+            } else if let decl = node.as(EnumDeclSyntax.self) {
+                generics = decl.genericParameterClause
+            } else if let decl = node.as(ActorDeclSyntax.self) {
+                generics = decl.genericParameterClause
+            } else {
+                return false
+            }
+            if generics != nil { return false }
+        }
+        return true
     }
 
     /// The position of `member` among the class's persisted properties, which is its

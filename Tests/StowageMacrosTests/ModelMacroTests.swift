@@ -235,6 +235,33 @@ struct ModelMacroTests {
         #expect(!generic.contains("_keyPath_"))
         #expect(generic.contains(#"access(self, keyPath: \.name)"#))
         #expect(generic.contains(#"withMutation(of: self, keyPath: \.name)"#))
+
+        // Nor in a class declared in a generic type, or in an extension, which may be of one.
+        for outer in ["struct Holder<Content>", "extension Holder"] {
+            let nested = expand(
+                """
+                \(outer) {
+                    @Model final class Inner {
+                        var name: String
+                        init(name: String) { self.name = name }
+                    }
+                }
+                """
+            ).source
+            #expect(!nested.contains("_keyPath_"), "\(outer)")
+            #expect(nested.contains(#"access(self, keyPath: \.name)"#), "\(outer)")
+        }
+        let inPlainEnum = expand(
+            """
+            enum Schema1 {
+                @Model final class Inner {
+                    var name: String
+                    init(name: String) { self.name = name }
+                }
+            }
+            """
+        ).source
+        #expect(inPlainEnum.contains("access(self, keyPath: Inner._keyPath_name)"))
     }
 
     @Test("A class nested in an enum keeps its own name for the entity and key paths")

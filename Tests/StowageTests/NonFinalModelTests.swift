@@ -43,3 +43,19 @@ struct NonFinalModelTests {
         #expect(again == ["tricycle 3"])
     }
 }
+
+/// A model class declared in a generic type, which cannot hold static stored properties:
+/// `@Model` must not give it any.
+struct GenericHolder<Content> {
+    @Model
+    final class Nested {
+        var name: String
+        init(name: String) { self.name = name }
+    }
+}
+
+@Test func aModelInAGenericTypeCompilesAndReads() {
+    let nested = GenericHolder<Int>.Nested(name: "inside")
+    nested.name += " a generic type"
+    #expect(nested.name == "inside a generic type")
+}
