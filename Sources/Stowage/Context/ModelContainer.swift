@@ -53,7 +53,6 @@ public final class ModelContainer: Sendable {
     /// The migration plan, if any.
     public var migrationPlan: (any SchemaMigrationPlan.Type)? { core.migrationPlan }
     var stores: [any DataStore] { core.stores }
-    var storeForEntity: [String: Int] { core.storeForEntity }
     /// Read and made by ``mainContext`` on the main actor, or set when the container is made.
     nonisolated(unsafe) private var _mainContext: ModelContext?
 
@@ -147,9 +146,5 @@ public final class ModelContainer: Sendable {
     /// Deletes every record in every store. SwiftData's older name.
     public func deleteAllData() {
         try? erase()
-    }
-
-    func store(for entityName: String) throws -> any DataStore {
-        try core.store(for: entityName)
     }
 }
