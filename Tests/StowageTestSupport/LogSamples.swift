@@ -215,6 +215,12 @@ public enum LogSamples {
         try writeCheckpointed(version: 4, to: directory)
     }
 
+    /// Writes `trips-v5.stowlog`: the same saves and checkpoints in format version 5 (each
+    /// write of a block stored on its own, after the block's table of lengths).
+    public static func writeVersion5(to directory: URL) throws {
+        try writeCheckpointed(version: 5, to: directory)
+    }
+
     private static func writeCheckpointed(version: UInt16, to directory: URL) throws {
         let url = directory.appendingPathComponent("trips-v\(version).stowlog")
         try? FileManager.default.removeItem(at: url)

@@ -47,8 +47,9 @@ struct LogFixture {
 
 @Suite("LogStore recovery")
 struct LogRecoveryTests {
-    /// Version 4 frames commits raw and compresses their blocks: the fixture must have
-    /// both raw and LZ4 blocks, so that the sweeps below hit LZ4 bytes too.
+    /// Version 5 frames commits raw and compresses the writes of their blocks one by one:
+    /// the fixture must have both raw and LZ4 writes, so that the sweeps below hit LZ4
+    /// bytes and block tables too.
     @Test func theFixtureHasRawAndCompressedBlocks() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
@@ -58,15 +59,27 @@ struct LogRecoveryTests {
         let store = try LogTest.open(directory.storeURL)
         defer { store.close() }
         var blockFlags: Set<UInt8> = []
+        var writesCompressed: Set<Bool> = []
         for (position, offset) in fixture.commitOffsets.enumerated() {
             let start = Int(offset) + LogFormat.frameSize
             let end = Int(fixture.offsets[fixture.offsets.firstIndex(of: offset)! + 1])
             let commit = try LogCodec.decodeCommit(
                 Array(fixture.bytes[start..<end]), map: store.map, recordOffset: offset)
             #expect(commit.locations.count == commit.writes.count, "commit \(position)")
-            for location in commit.locations { blockFlags.insert(fixture.bytes[Int(location.blockOffset) + 10]) }
+            for location in commit.locations {
+                let at = Int(location.blockOffset)
+                blockFlags.insert(fixture.bytes[at + 10])
+                let header = try LogBlocks.header(
+                    fixture.bytes[at..<at + LogBlocks.headerSize], available: end - at - LogBlocks.headerSize,
+                    version: 5)
+                let stored = at + LogBlocks.headerSize
+                let table = try LogBlocks.table(header, stored: fixture.bytes[stored..<stored + header.storedLength])
+                writesCompressed.insert(!table.lengths.isEmpty && table.lengths[location.slot] > 0)
+            }
         }
-        #expect(blockFlags == [0, 1])
+        #expect(fixture.bytes[8] == 5)
+        #expect(blockFlags == [2])
+        #expect(writesCompressed == [false, true])
     }
 
     @Test func aTornTailAtEveryByteOfTheLastThreeCommitsRecoversTheWholePrefix() throws {

@@ -380,8 +380,9 @@ struct StowageToolTests {
         let person = inspect.stdout.components(separatedBy: "  Person\n").last ?? ""
         let unique = person.split(separator: "\n").first { $0.hasPrefix("    unique: ") } ?? ""
         #expect(unique.contains("(email)") && unique.contains("(name, age)"), "\(inspect.stdout)")
-        // The default configuration writes format version 4: commits in blocks.
-        #expect(inspect.stdout.contains("format version 4"), "\(inspect.stdout)")
+        // The default configuration writes format version 5: commits in blocks of writes
+        // stored one by one.
+        #expect(inspect.stdout.contains("format version 5"), "\(inspect.stdout)")
         let verify = try Tool.run(["verify", "other.store"], in: directory)
         #expect(verify.status == 0, "\(verify.transcript)")
         let dump = try Tool.run(["dump", "other.store"], in: directory)
@@ -627,7 +628,7 @@ struct StowageToolTests {
         try Self.writeIndexedStore(at: url)
         let records = try Self.records(of: url).records
         #expect(records.last?.type == 3, "closing the container should have written a checkpoint")
-        #expect(try Data(contentsOf: url)[8] == 4, "the default configuration writes format version 4")
+        #expect(try Data(contentsOf: url)[8] == 5, "the default configuration writes format version 5")
         let verify = try Tool.run(["verify", "indexed.store"], in: directory)
         #expect(verify.status == 0, "\(verify.transcript)")
         #expect(verify.stdout.contains("checkpoints: 1, checked against"), "\(verify.stdout)")
@@ -654,7 +655,7 @@ struct StowageToolTests {
         #expect(try Self.records(of: url).records.map(\.type) == [1, 2])
         let compacted = try Tool.run(["inspect", "--json", "indexed.store"], in: directory)
         let object = try JSONSerialization.jsonObject(with: Data(compacted.stdout.utf8)) as? [String: Any]
-        #expect(object?["formatVersion"] as? Int == 4)
+        #expect(object?["formatVersion"] as? Int == 5)
         #expect((object?["log"] as? [String: Any])?["checkpoints"] as? Int == 0)
         #expect(try Tool.run(["verify", "indexed.store"], in: directory).status == 0)
         #expect(try Tool.run(["dump", "indexed.store"], in: directory).stdout == before)
@@ -879,6 +880,56 @@ struct StowageToolTests {
             let expected: [RecordLocation?] = entity.keys.map { locations[name]?[$0] }
             #expect(entity.locations.map { $0.map(Optional.some) } == expected, "\(name)")
         }
+    }
+
+    // MARK: Format version 5: each write of a block on its own
+
+    static let tripsV5 = "Formats/samples/trips-v5.stowlog"
+
+    /// `trips-v5.stowlog` is what `LogSamples.writeVersion5(to:)` writes, byte for byte.
+    /// `STOWAGE_WRITE_SAMPLES=1` rewrites it (after a deliberate format change).
+    @Test func theVersion5SampleIsWhatTheWriterWrites() throws {
+        if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
+            try LogSamples.writeVersion5(to: Tool.repository.appendingPathComponent("Formats/samples"))
+        }
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try LogSamples.writeVersion5(to: directory)
+        let fresh = try Data(contentsOf: directory.appendingPathComponent("trips-v5.stowlog"))
+        #expect(fresh == (try Data(contentsOf: Tool.sample("trips-v5.stowlog"))))
+        #expect(fresh[8] == 5)
+    }
+
+    /// The same saves as the version 4 sample read the same through every command; each of
+    /// its blocks stores its writes one by one (flag 2), some of them compressed.
+    @Test func theVersion5SampleWithWritesStoredOneByOne() throws {
+        try Tool.golden("inspect-trips-v5", ["inspect", Self.tripsV5], status: 0)
+        try Tool.golden("verify-trips-v5", ["verify", Self.tripsV5], status: 0)
+        try Tool.golden("history-trips-v5", ["history", Self.tripsV5], status: 0)
+        #expect(try Tool.run(["dump", Self.tripsV5]).stdout == (try Tool.run(["dump", Self.tripsV4]).stdout))
+        let (_, records) = try Self.records(of: Tool.sample("trips-v5.stowlog"))
+        #expect(records.map(\.type) == [1, 2, 2, 2, 2, 3, 2, 3])
+        let header = try LogCodec.decodeHeader(records[0].payload, formatVersion: 5)
+        let map = LogEntityMap(storeIdentifier: header.storeIdentifier, description: header.schema, formatVersion: 5)
+        let bytes = [UInt8](try Data(contentsOf: Tool.sample("trips-v5.stowlog")))
+        var compressed = 0
+        var raw = 0
+        for record in records where record.type == 2 {
+            let commit = try LogCodec.decodeCommit(record.payload, map: map, recordOffset: record.offset)
+            for offset in Set(commit.locations.map(\.blockOffset)) {
+                let at = Int(offset)
+                #expect(bytes[at + 10] == 2)
+                let block = try LogBlocks.header(
+                    bytes[at..<at + LogBlocks.headerSize], available: bytes.count - at - LogBlocks.headerSize,
+                    version: 5)
+                let stored = at + LogBlocks.headerSize
+                let table = try LogBlocks.table(block, stored: bytes[stored..<stored + block.storedLength])
+                let lz4 = table.lengths.filter { $0 > 0 }.count
+                compressed += lz4
+                raw += block.writes - lz4
+            }
+        }
+        #expect(compressed > 0 && raw > 0, "\(compressed) compressed, \(raw) raw")
     }
 
     /// A version 4 commit's block, by the file offset of its header: the first block of

@@ -208,8 +208,9 @@ enum LogFileScanner {
                     if formatVersion >= 4, stored != Int64(payload.count) {
                         store.damage = ToolProblem(
                             offset: offset,
-                            message: "the version 4 commit at offset \(offset) is compressed as a whole "
-                                + "(a version 4 commit record is stored raw; its blocks are compressed instead)")
+                            message: "the version \(formatVersion) commit at offset \(offset) is compressed as a whole "
+                                + "(a version \(formatVersion) commit record is stored raw; its blocks are compressed instead)"
+                        )
                         break scan
                     }
                     let commit: LogCommit
@@ -224,7 +225,9 @@ enum LogFileScanner {
                         break scan
                     }
                     let blocks =
-                        formatVersion >= 4 ? blockSizes(commit.locations, payload: payload, recordOffset: offset) : nil
+                        formatVersion >= 4
+                        ? blockSizes(
+                            commit.locations, payload: payload, recordOffset: offset, version: map.formatVersion) : nil
                     let index = accounting.count
                     accounting.append(
                         Accounting(payload: Int64(payload.count) + (blocks.map { $0.uncompressed - $0.stored } ?? 0)))
@@ -353,11 +356,12 @@ enum LogFileScanner {
         return (store, Extras(description: description, map: map, lastTransaction: lastTransaction))
     }
 
-    /// The blocks of a decoded version 4 commit, found from its writes' locations: how
-    /// many, how many are LZ4-compressed, and their stored and uncompressed bytes.
-    private static func blockSizes(_ locations: [RecordLocation], payload: [UInt8], recordOffset: Int64) -> (
-        count: Int, compressed: Int, stored: Int64, uncompressed: Int64
-    ) {
+    /// The blocks of a decoded version 4 or 5 commit, found from its writes' locations: how
+    /// many, how many hold LZ4 bytes (version 4: the block is compressed; version 5: at
+    /// least one of its writes is), and their stored and uncompressed bytes.
+    private static func blockSizes(
+        _ locations: [RecordLocation], payload: [UInt8], recordOffset: Int64, version: UInt16
+    ) -> (count: Int, compressed: Int, stored: Int64, uncompressed: Int64) {
         var result = (count: 0, compressed: 0, stored: Int64(0), uncompressed: Int64(0))
         var previous: Int64 = -1
         for location in locations where location.blockOffset != previous {
@@ -365,10 +369,18 @@ enum LogFileScanner {
             let start = Int(location.blockOffset - recordOffset) - LogFormat.frameSize
             guard start >= 0, start < payload.count,
                 let header = try? LogBlocks.header(
-                    payload[start...], available: payload.count - start - LogBlocks.headerSize)
+                    payload[start...], available: payload.count - start - LogBlocks.headerSize, version: version)
             else { continue }
             result.count += 1
             if header.compressed { result.compressed += 1 }
+            let storedStart = start + LogBlocks.headerSize
+            if header.perWrite, storedStart + header.storedLength <= payload.count,
+                let table = try? LogBlocks.table(
+                    header, stored: payload[storedStart..<storedStart + header.storedLength]),
+                !table.lengths.isEmpty
+            {
+                result.compressed += 1
+            }
             result.stored += Int64(header.storedLength)
             result.uncompressed += Int64(header.uncompressedLength)
         }
@@ -399,7 +411,8 @@ enum LogFileScanner {
             let start = r.position
             let offset = recordOffset + Int64(LogFormat.frameSize + start)
             do {
-                let header = try LogBlocks.header(r.bytes[start...], available: r.remaining - LogBlocks.headerSize)
+                let header = try LogBlocks.header(
+                    r.bytes[start...], available: r.remaining - LogBlocks.headerSize, version: map.formatVersion)
                 let headerBytes = try r.bytes(LogBlocks.headerSize)
                 let contents = try LogBlocks.contents(
                     header, headerBytes: headerBytes, stored: try r.bytes(header.storedLength))

@@ -43,6 +43,41 @@ enum LZ4Block {
         return output
     }
 
+    /// Compresses many small inputs one after another, each on its own (a version 5 block's
+    /// writes, `Formats/log.md`), with one LZ4 stream reset before each input
+    /// (`LZ4_resetStream_fast`): `LZ4_compress_fast` would clear its 16 KiB of state for
+    /// every write instead. Not for use by two threads at once.
+    final class Stream {
+        private let stream: OpaquePointer?
+
+        init() { stream = OpaquePointer(LZ4_createStream()) }
+
+        deinit { if let stream { LZ4_freeStream(UnsafeMutablePointer(stream)) } }
+
+        /// Appends `input` compressed (acceleration 1) to `output` and returns `true`, or
+        /// appends nothing and returns `false` when it would not be shorter.
+        func compress(_ input: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Bool {
+            guard let stream, let source = input.baseAddress, input.count < maximumInputSize else { return false }
+            let lz4 = UnsafeMutablePointer<LZ4_stream_t>(stream)
+            LZ4_resetStream_fast(lz4)
+            // Only a shorter result is kept: LZ4 stops (returns 0) once the output would not be.
+            let capacity = input.count - 1
+            guard capacity > 0 else { return false }
+            let start = output.count
+            output.reserveCapacity(start + capacity)
+            var written: Int32 = 0
+            output.append(contentsOf: repeatElement(0, count: capacity))
+            output.withUnsafeMutableBytes { destination in
+                guard let base = destination.baseAddress else { return }
+                written = LZ4_compress_fast_continue(
+                    lz4, source.assumingMemoryBound(to: CChar.self),
+                    (base + start).assumingMemoryBound(to: CChar.self), Int32(input.count), Int32(capacity), 1)
+            }
+            output.removeLast(capacity - Int(max(0, written)))
+            return written > 0
+        }
+    }
+
     /// `input` decompressed, or `nil` unless it decompresses to exactly `length` bytes.
     /// The caller bounds `length` (log.md: at most 255 × the input, at most 0x7E000000).
     static func decompress(_ input: [UInt8], length: Int) -> [UInt8]? {

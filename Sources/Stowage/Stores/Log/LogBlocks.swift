@@ -1,8 +1,9 @@
 import Foundation
 
-/// The blocks of a version 4 commit record (`Formats/log.md`, "Commit record"): runs of
-/// writes, each compressed and checksummed on its own, so that one record can be read
-/// back by location without the rest of its commit.
+/// The blocks of a version 4 or 5 commit record (`Formats/log.md`, "Commit record"): runs
+/// of writes, each block checksummed on its own, so that one record can be read back by
+/// location without the rest of its commit; in version 4 each block is compressed as a
+/// whole, in version 5 each write on its own, so that reading one decompresses only it.
 enum LogBlocks {
     static let headerSize = 16
     /// A writer closes a block once its contents reach this many bytes, unless the store is
@@ -17,22 +18,63 @@ enum LogBlocks {
         var storedLength: Int
         var uncompressedLength: Int
         var writes: Int
+        /// Version 4: the stored bytes are one LZ4 block.
         var compressed: Bool
+        /// Version 5: the stored bytes are a table, then each write on its own (``Table``).
+        var perWrite: Bool
         var checksum: UInt32
     }
 
-    /// Appends a block holding `writes` writes whose uncompressed bytes are `contents`.
-    static func append(_ contents: [UInt8], writes: Int, to w: inout LogByteWriter) {
-        var stored = contents
+    /// A version 5 block's table, checked: where each write's stored bytes start, counted
+    /// from the end of the table, and the length of a compressed write (0 for a raw one).
+    struct Table {
+        /// Where the table ends (and the first write starts) in the stored bytes.
+        var end: Int
+        var starts: [Int32]
+        /// Empty when no write is compressed.
+        var lengths: [Int32]
+    }
+
+    /// Appends a block holding `writes` writes whose uncompressed bytes are `contents`,
+    /// the write at position `i` starting at `starts[i]`: in version 5 each write on its own
+    /// (compressed with `stream`), before that as one block.
+    static func append(
+        _ contents: [UInt8], starts: [Int32], version: UInt16, stream: LZ4Block.Stream, to w: inout LogByteWriter
+    ) {
+        var stored: [UInt8]
         var flags: UInt8 = 0
-        if contents.count >= LogFormat.compressionThreshold, let compressed = LZ4Block.compress(contents) {
-            stored = compressed
-            flags = 1
+        if version >= 5 {
+            flags = 2
+            var table = LogByteWriter(capacity: starts.count * 3)
+            var body: [UInt8] = []
+            body.reserveCapacity(contents.count)
+            contents.withUnsafeBytes { raw in
+                for (i, start) in starts.enumerated() {
+                    let end = i + 1 < starts.count ? Int(starts[i + 1]) : contents.count
+                    let write = UnsafeRawBufferPointer(rebasing: raw[Int(start)..<end])
+                    let before = body.count
+                    if write.count >= LogFormat.compressionThreshold, stream.compress(write, appendingTo: &body) {
+                        table.varint(UInt64(body.count - before) << 1 | 1)
+                        table.varint(write.count)
+                    } else {
+                        table.varint(UInt64(write.count) << 1)
+                        body.append(contentsOf: write)
+                    }
+                }
+            }
+            stored = table.bytes
+            stored.append(contentsOf: body)
+        } else {
+            stored = contents
+            if contents.count >= LogFormat.compressionThreshold, let compressed = LZ4Block.compress(contents) {
+                stored = compressed
+                flags = 1
+            }
         }
         var header = LogByteWriter(capacity: headerSize)
         header.u32(UInt32(stored.count))
         header.u32(UInt32(contents.count))
-        header.u16(UInt16(writes))
+        header.u16(UInt16(starts.count))
         header.u8(flags)
         header.u8(0)
         let crc = CRC32C.update(CRC32C.update(0, header.bytes), stored)
@@ -41,9 +83,9 @@ enum LogBlocks {
         w.bytes.append(contentsOf: stored)
     }
 
-    /// Checks a block header's fields (not its checksum); `available` is the number of
-    /// bytes after the header that the block may take.
-    static func header(_ bytes: ArraySlice<UInt8>, available: Int) throws -> Header {
+    /// Checks a block header's fields (not its checksum) for a file of format `version`;
+    /// `available` is the number of bytes after the header that the block may take.
+    static func header(_ bytes: ArraySlice<UInt8>, available: Int, version: UInt16) throws -> Header {
         guard bytes.count >= headerSize else { throw LogDecodeError("a block header is cut short") }
         let base = bytes.startIndex
         func u32(_ at: Int) -> UInt32 {
@@ -54,14 +96,18 @@ enum LogBlocks {
         let uncompressedLength = Int(u32(4))
         let writes = Int(bytes[base + 8]) | Int(bytes[base + 9]) << 8
         let flags = bytes[base + 10]
-        guard flags & ~1 == 0, bytes[base + 11] == 0 else { throw LogDecodeError("a block has unknown flags") }
+        let flagsAllowed = version >= 5 ? flags == 2 : flags & ~1 == 0
+        guard flagsAllowed, bytes[base + 11] == 0 else {
+            throw LogDecodeError("a block has unknown flags \(flags) for format version \(version)")
+        }
         guard writes >= 1, writes <= maximumWrites else { throw LogDecodeError("a block of \(writes) writes") }
         guard storedLength <= available, storedLength <= LogFormat.maximumPayload else {
             throw LogDecodeError("a block's length \(storedLength) runs past its record")
         }
         let compressed = flags & 1 != 0
-        if compressed {
-            guard storedLength > 0,
+        let perWrite = flags & 2 != 0
+        if compressed || perWrite {
+            guard storedLength >= (perWrite ? writes : 1),
                 uncompressedLength <= min(LogFormat.maximumPayload, storedLength * 255)
             else { throw LogDecodeError("a block's impossible uncompressed length \(uncompressedLength)") }
         } else {
@@ -69,16 +115,95 @@ enum LogBlocks {
         }
         return Header(
             storedLength: storedLength, uncompressedLength: uncompressedLength, writes: writes,
-            compressed: compressed, checksum: CRC32C.unmask(u32(12)))
+            compressed: compressed, perWrite: perWrite, checksum: CRC32C.unmask(u32(12)))
     }
 
-    /// A block's uncompressed contents, after checking its checksum. `headerBytes` are
-    /// the block's 16 header bytes, `stored` the bytes after them.
+    /// Checks a block's checksum. `headerBytes` are the block's 16 header bytes, `stored`
+    /// the bytes after them.
+    static func checkChecksum(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>) throws {
+        let crc = CRC32C.update(CRC32C.update(0, headerBytes.prefix(12)), stored)
+        guard crc == header.checksum else { throw LogDecodeError("a block's checksum does not match") }
+    }
+
+    /// Reads and checks a version 5 block's table from its `stored` bytes: the entries
+    /// and the writes end the stored bytes exactly, and the writes' lengths add up to the
+    /// header's uncompressed length.
+    static func table(_ header: Header, stored: ArraySlice<UInt8>) throws -> Table {
+        guard header.perWrite, stored.count == header.storedLength else {
+            throw LogDecodeError("a block without a table of writes")
+        }
+        var storedLengths: [Int] = []
+        storedLengths.reserveCapacity(header.writes)
+        var lengths: [Int32] = []
+        var total = 0
+        var body = 0
+        let end = try stored.withUnsafeBytes { raw in
+            var s = LogSkipper(raw)
+            for i in 0..<header.writes {
+                let entry = try s.varint()
+                guard entry >> 1 >= 1, entry >> 1 <= UInt64(raw.count) else {
+                    throw LogDecodeError("write \(i)'s stored length \(entry >> 1) does not fit its block")
+                }
+                let writeStored = Int(entry >> 1)
+                var length = writeStored
+                if entry & 1 == 1 {
+                    let v = try s.varint()
+                    guard v >= 1, v <= UInt64(writeStored) * 255 else {
+                        throw LogDecodeError("write \(i)'s impossible uncompressed length \(v)")
+                    }
+                    length = Int(v)
+                    if lengths.isEmpty { lengths = Array(repeating: 0, count: header.writes) }
+                    lengths[i] = Int32(length)
+                }
+                storedLengths.append(writeStored)
+                body += writeStored
+                total += length
+            }
+            return s.position
+        }
+        guard end + body == stored.count else {
+            throw LogDecodeError("a block's table and writes take \(end + body) bytes, it stores \(stored.count)")
+        }
+        guard total == header.uncompressedLength else {
+            throw LogDecodeError(
+                "a block's writes come to \(total) bytes, its header says \(header.uncompressedLength)")
+        }
+        var starts: [Int32] = []
+        starts.reserveCapacity(header.writes)
+        var at = 0
+        for length in storedLengths {
+            starts.append(Int32(at))
+            at += length
+        }
+        return Table(end: end, starts: starts, lengths: lengths)
+    }
+
+    /// A block's uncompressed contents, after checking its checksum (and in version 5 its
+    /// table). `headerBytes` are the block's 16 header bytes, `stored` the bytes after them.
     static func contents(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>) throws
         -> [UInt8]
     {
-        let crc = CRC32C.update(CRC32C.update(0, headerBytes.prefix(12)), stored)
-        guard crc == header.checksum else { throw LogDecodeError("a block's checksum does not match") }
+        try checkChecksum(header, headerBytes: headerBytes, stored: stored)
+        if header.perWrite {
+            let table = try table(header, stored: stored)
+            let body = stored.dropFirst(table.end)
+            var contents: [UInt8] = []
+            contents.reserveCapacity(header.uncompressedLength)
+            for i in 0..<header.writes {
+                let start = body.startIndex + Int(table.starts[i])
+                let end = i + 1 < header.writes ? body.startIndex + Int(table.starts[i + 1]) : body.endIndex
+                let length = table.lengths.isEmpty ? 0 : Int(table.lengths[i])
+                if length == 0 {
+                    contents.append(contentsOf: body[start..<end])
+                } else {
+                    guard
+                        let bytes = body[start..<end].withUnsafeBytes({ LZ4Block.decompress($0, length: length) })
+                    else { throw LogDecodeError("write \(i)'s LZ4 bytes do not decompress") }
+                    contents.append(contentsOf: bytes)
+                }
+            }
+            return contents
+        }
         guard header.compressed else { return Array(stored) }
         guard let bytes = stored.withUnsafeBytes({ LZ4Block.decompress($0, length: header.uncompressedLength) }) else {
             throw LogDecodeError("a block's LZ4 bytes do not decompress")
@@ -150,6 +275,7 @@ extension LogCodec {
         var pending = 0
         var kept = 0
         var firstKept = 0
+        let stream = LZ4Block.Stream()
         func flush() throws {
             guard pending > 0 else { return }
             let keep = contents.bytes.count <= keepContents
@@ -165,7 +291,7 @@ extension LogCodec {
                     firstKept += 1
                 }
             }
-            LogBlocks.append(contents.bytes, writes: pending, to: &w)
+            LogBlocks.append(contents.bytes, starts: slots, version: map.formatVersion, stream: stream, to: &w)
             contents.bytes.removeAll(keepingCapacity: true)
             slots.removeAll(keepingCapacity: true)
             pending = 0

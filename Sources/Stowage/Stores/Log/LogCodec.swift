@@ -449,7 +449,7 @@ enum LogCodec {
         var writes = 0
         while !r.isAtEnd {
             let header = try LogBlocks.header(
-                r.bytes[r.position...], available: r.remaining - LogBlocks.headerSize)
+                r.bytes[r.position...], available: r.remaining - LogBlocks.headerSize, version: map.formatVersion)
             _ = try r.bytes(LogBlocks.headerSize + header.storedLength)
             writes += header.writes
         }
@@ -511,7 +511,7 @@ enum LogCodec {
             while !r.isAtEnd {
                 let start = r.position
                 let header = try LogBlocks.header(
-                    r.bytes[r.position...], available: r.remaining - LogBlocks.headerSize)
+                    r.bytes[r.position...], available: r.remaining - LogBlocks.headerSize, version: map.formatVersion)
                 guard writes.count + header.writes <= writeCount else {
                     throw LogDecodeError("the commit's blocks hold more than its \(writeCount) writes")
                 }

@@ -2,9 +2,9 @@
 enum LogFormat {
     static let magic: [UInt8] = Array("STOWLOG".utf8) + [0]
     /// The version this Stowage writes when it creates or rewrites a file.
-    static let version: UInt16 = 4
+    static let version: UInt16 = 5
     /// The versions it reads (and appends to).
-    static let readableVersions: ClosedRange<UInt16> = 1...4
+    static let readableVersions: ClosedRange<UInt16> = 1...5
     static let fileHeaderSize = 32
     static let frameSize = 16
     static let maximumPayload = 0x7E00_0000

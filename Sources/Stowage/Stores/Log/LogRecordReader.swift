@@ -36,6 +36,9 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     var cached: (bytes: Int, blocks: Int) { cache.withLock { ($0.used, $0.count) } }
     /// Reads that decoded only some of a record's values, since the reader was made.
     var partialReads: Int { cache.withLock { $0.partialReads } }
+    /// The bytes LZ4 produced for reads since the reader was made: whole blocks in version
+    /// 4, single writes in version 5.
+    var decompressedBytes: Int { cache.withLock { $0.decompressedBytes } }
 
     func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot {
         try read(entity: entity, key: key, at: location, externalValues: true).snapshot
@@ -68,6 +71,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             if let found = cache.get(location.blockOffset) { return (found, partial) }
             let (read, scanned) = try readBlock(at: location.blockOffset, readAhead: &cache.readAhead)
             cache.misses += 1
+            cache.decompressedBytes += read.decompressedLength
             if scanned && cache.hasEvicted {
                 cache.keepScanned(location.blockOffset, read)
             } else {
@@ -97,6 +101,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             source = try readBlockAlone(at: location.blockOffset).block
             cache.withLock {
                 $0.misses += 1
+                $0.decompressedBytes += source.decompressedLength
                 $0.readAhead.fileReads += 2
             }
             guard location.slot < source.slots.count else {
@@ -106,10 +111,29 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         var snapshot: DefaultSnapshot
         var references: [LogExternalReference] = []
         do {
-            var r = LogByteReader(source.contents, position: Int(source.slots[location.slot]))
-            _ = try r.u8()
+            var r: LogByteReader
+            var end = Int(source.slots[location.slot]) + source.length(ofSlot: location.slot)
+            let packed = source.packedLengths.isEmpty ? 0 : Int(source.packedLengths[location.slot])
+            if packed > 0 {
+                // Version 5: this write alone is decompressed, and it must be all of its bytes.
+                let start = Int(source.slots[location.slot])
+                guard
+                    let bytes = source.contents[start..<end].withUnsafeBytes({
+                        LZ4Block.decompress($0, length: packed)
+                    })
+                else { throw LogDecodeError("its LZ4 bytes do not decompress") }
+                cache.withLock { $0.decompressedBytes += bytes.count }
+                r = LogByteReader(bytes)
+                end = bytes.count
+            } else {
+                r = LogByteReader(source.contents, position: Int(source.slots[location.slot]))
+            }
+            guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
             snapshot = try LogCodec.decodeSnapshot(
                 &r, map: map, externalReferences: &references, columns: partial ? columns : .all)
+            guard r.position == end else {
+                throw LogDecodeError("the write ends at byte \(r.position), not where its bytes do (\(end))")
+            }
         } catch {
             throw damaged(location.blockOffset, "slot \(location.slot) does not decode: \(error)")
         }
@@ -162,13 +186,15 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     private func readBlock(at offset: Int64, readAhead: inout ReadAhead) throws
         -> (block: CachedBlock, scanned: Bool)
     {
-        if let block = readAhead.take(at: offset, parse: Self.parseBlock) { return (block, true) }
+        let version = map.formatVersion
+        let parse = { (bytes: ArraySlice<UInt8>) in try Self.parseBlock(bytes, version: version) }
+        if let block = readAhead.take(at: offset, parse: parse) { return (block, true) }
         if readAhead.follows(offset) {
             let available = try fs.size(fd) - offset
             let count = Int(min(Int64(ReadAhead.stretch), max(0, available)))
             if count > LogBlocks.headerSize {
                 readAhead.fill(at: offset, try fs.read(fd, count: count, at: offset))
-                if let block = readAhead.take(at: offset, parse: Self.parseBlock) { return (block, true) }
+                if let block = readAhead.take(at: offset, parse: parse) { return (block, true) }
             }
         }
         let (block, end) = try readBlockAlone(at: offset)
@@ -177,19 +203,36 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         return (block, false)
     }
 
-    /// Checks and decodes a block from `bytes`, which begin with its header and hold at
-    /// least `LogBlocks.headerSize` bytes: the block and its length with its header, or
-    /// `nil` when `bytes` end before it does.
-    private static func parseBlock(_ bytes: ArraySlice<UInt8>) throws -> (block: CachedBlock, length: Int)? {
+    /// Checks a block from `bytes`, which begin with its header and hold at least
+    /// `LogBlocks.headerSize` bytes: the block and its length with its header, or `nil` when
+    /// `bytes` end before it does. A version 4 block is decompressed whole, and where each
+    /// write starts found; a version 5 block is kept as stored after its table, each write
+    /// left to decompress (if it is compressed) when it is read.
+    private static func parseBlock(_ bytes: ArraySlice<UInt8>, version: UInt16) throws
+        -> (block: CachedBlock, length: Int)?
+    {
         let start = bytes.startIndex
         let headerBytes = bytes[start..<start + LogBlocks.headerSize]
-        let header = try LogBlocks.header(headerBytes, available: LogFormat.maximumPayload)
+        let header = try LogBlocks.header(headerBytes, available: LogFormat.maximumPayload, version: version)
         let length = LogBlocks.headerSize + header.storedLength
         guard bytes.count >= length else { return nil }
-        let contents = try LogBlocks.contents(
-            header, headerBytes: headerBytes, stored: bytes[start + LogBlocks.headerSize..<start + length])
+        let stored = bytes[start + LogBlocks.headerSize..<start + length]
+        if header.perWrite {
+            try LogBlocks.checkChecksum(header, headerBytes: headerBytes, stored: stored)
+            let table = try LogBlocks.table(header, stored: stored)
+            return (
+                CachedBlock(
+                    contents: Array(stored.dropFirst(table.end)), slots: table.starts, decoded: nil,
+                    packedLengths: table.lengths), length
+            )
+        }
+        let contents = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored)
         let slots = try LogCodec.writeStarts(contents, writes: header.writes)
-        return (CachedBlock(contents: contents, slots: slots, decoded: nil), length)
+        return (
+            CachedBlock(
+                contents: contents, slots: slots, decoded: nil,
+                decompressedLength: header.compressed ? contents.count : 0), length
+        )
     }
 
     /// Reads the block at `offset` with one read for its header and one for all of it (two
@@ -198,9 +241,10 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         let headerBytes = try fs.read(fd, count: LogBlocks.headerSize, at: offset)
         guard headerBytes.count == LogBlocks.headerSize else { throw damaged(offset, "a block header is cut short") }
         do {
-            let header = try LogBlocks.header(headerBytes[...], available: LogFormat.maximumPayload)
+            let header = try LogBlocks.header(
+                headerBytes[...], available: LogFormat.maximumPayload, version: map.formatVersion)
             let bytes = try fs.read(fd, count: LogBlocks.headerSize + header.storedLength, at: offset)
-            guard let (block, length) = try Self.parseBlock(bytes[...]) else {
+            guard let (block, length) = try Self.parseBlock(bytes[...], version: map.formatVersion) else {
                 throw damaged(offset, "the file ends inside it")
             }
             return (block, offset + Int64(length))
@@ -268,18 +312,27 @@ struct ReadAhead {
     }
 }
 
-/// A block as the cache keeps it: where each write starts in its uncompressed bytes, the
-/// writes decoded so far, and the bytes themselves while some write is not decoded. A block
-/// read from the file keeps its bytes, and a read decodes the one write it needs; a block a
-/// save wrote comes with every write decoded, and keeps no bytes (they would only double
-/// what the cache holds: at a million rows, 180 MiB of them) nor where its writes start.
+/// A block as the cache keeps it: where each write starts in its bytes, the writes decoded
+/// so far, and the bytes themselves while some write is not decoded. A block read from the
+/// file keeps its bytes, and a read decodes the one write it needs; a block a save wrote
+/// comes with every write decoded, and keeps no bytes (they would only double what the
+/// cache holds: at a million rows, 180 MiB of them) nor where its writes start.
+///
+/// A version 4 block keeps its uncompressed bytes; a version 5 block keeps each write as
+/// stored, and a read of a compressed write decompresses that write (``packedLengths``).
 struct CachedBlock: Sendable {
-    /// The uncompressed bytes, or empty when every write came decoded.
+    /// The writes' bytes (uncompressed in version 4, as stored in version 5), or empty when
+    /// every write came decoded.
     var contents: [UInt8]
-    /// The number of uncompressed bytes.
+    /// The number of bytes of `contents` when it holds them.
     let length: Int
     /// Where each write starts in `contents`; empty in a block a save wrote.
     var slots: [Int32]
+    /// Version 5: the uncompressed length of each LZ4-compressed write, 0 for a raw one;
+    /// empty when no write is compressed.
+    let packedLengths: [Int32]
+    /// The bytes decompressed to make the block (a version 4 block compressed whole).
+    let decompressedLength: Int
     var decoded: [DefaultSnapshot?]
     /// What a block a save wrote costs the cache, worked out when it is made, since its
     /// slots are not kept (a probe inserting a million records in one save, 4 KiB blocks:
@@ -287,10 +340,15 @@ struct CachedBlock: Sendable {
     private let savedCost: Int
 
     /// A block read from the file; `decoded` nil leaves every write to decode.
-    init(contents: [UInt8], slots: [Int32], decoded: [DefaultSnapshot]?) {
+    init(
+        contents: [UInt8], slots: [Int32], decoded: [DefaultSnapshot]?, packedLengths: [Int32] = [],
+        decompressedLength: Int = 0
+    ) {
         self.contents = contents
         self.length = contents.count
         self.slots = slots
+        self.packedLengths = packedLengths
+        self.decompressedLength = decompressedLength
         self.decoded = decoded.map { $0.map { Optional($0) } } ?? Array(repeating: nil, count: slots.count)
         self.savedCost = 0
     }
@@ -301,6 +359,8 @@ struct CachedBlock: Sendable {
         self.contents = []
         self.length = length
         self.slots = []
+        self.packedLengths = []
+        self.decompressedLength = 0
         self.decoded = decoded.map { Optional($0) }
         var cost = 64
         for slot in slots.indices {
@@ -348,6 +408,8 @@ struct BlockCache {
     var readAhead = ReadAhead()
     /// Reads that asked for part of a record once blocks were kept as bytes.
     var partialReads = 0
+    /// The bytes LZ4 produced for reads (``LogRecordReader/decompressedBytes``).
+    var decompressedBytes = 0
     /// Whether a block was ever evicted, or refused for being larger than the whole cache:
     /// then decoded writes are no longer kept.
     private(set) var hasEvicted = false
