@@ -52,7 +52,8 @@ enum Help {
         (version; entities with their properties and types, relationships, uniqueness
         constraints and indexes), the live records per entity and the next primary key.
         For a log store also: the commits (the last one's time and author), in format
-        version 4 the blocks that hold the commits' writes (and how many are LZ4-compressed),
+        versions 4 and 5 the blocks that hold the commits' writes (and how many hold LZ4
+        bytes: in version 4 a block is compressed whole, in version 5 each write on its own),
         the checkpoints (the last one's offset and the transaction it covers), live and dead
         bytes, and the compression ratio. Reads only; the file is not changed.
 
@@ -60,11 +61,11 @@ enum Help {
         current version of a live record is dead in full, frame included. A commit that
         still holds a live version is live, except for the share of its bytes (rounded
         down) that its superseded writes and delete entries take up in its uncompressed
-        payload (in version 4, with its blocks decompressed). The last checkpoint record
-        (format versions 3 and 4) is live, every earlier one dead. The file header and the
+        payload (in versions 4 and 5, with its blocks decompressed). The last checkpoint record
+        (format versions 3 to 5) is live, every earlier one dead. The file header and the
         header record are live. Bytes after the valid prefix (a torn or damaged tail) are
         neither: they are reported as damaged. Compaction keeps about the live bytes. The
-        compression ratio is the records' payload bytes (version 4: with the commits'
+        compression ratio is the records' payload bytes (versions 4 and 5: with the commits'
         blocks decompressed) over the bytes they take in the file.
 
         OPTIONS:
@@ -103,9 +104,10 @@ enum Help {
         commits before it leave (the same transaction identifier and next primary key, the
         same live keys per entity, and for each index exactly the entries computed from the
         live records, key bytes and primary keys, in ascending key order).
-        Log format version 4 keeps each commit's writes in blocks: every block's header,
-        lengths, checksum and LZ4 bytes are checked and its writes decoded, and a commit
-        record compressed as a whole is damage (a version 4 commit is stored raw). Its
+        Log format versions 4 and 5 keep each commit's writes in blocks: every block's header,
+        lengths (in version 5 its table of writes), checksum and LZ4 bytes are checked and
+        its writes decoded, and a commit record compressed as a whole is damage (a version
+        4 or 5 commit is stored raw). Its
         checkpoints also count the record versions (every write and delete before them)
         and hold the key directory (where each live record is: block offset and slot);
         both must agree with what the commits before the checkpoint leave (the location of
@@ -151,8 +153,8 @@ enum Help {
 
         One line per commit record, in file order: its transaction identifier, time (UTC),
         author, and counts of inserts, updates and deletes, with its offset and size in the
-        file, and "lz4" when the commit is stored compressed (format version 4: when one of
-        its blocks is; --json also gives each commit's blocks). A compacted log holds the
+        file, and "lz4" when the commit is stored compressed (format versions 4 and 5: when
+        one of its blocks holds LZ4 bytes; --json also gives each commit's blocks). A compacted log holds the
         live records as inserts in commits that carry the last transaction identifier. A
         JSON store keeps no history: every save replaces the whole document. Reads only;
         the file is not changed.
@@ -198,10 +200,10 @@ enum Help {
         terminal. A damaged log is refused (run recover first). A JSON store holds no dead
         records and is not rewritten.
 
-        The log keeps its format version; a version 4 log's commits keep their writes in
-        blocks, each compressed on its own, as the store writes them. A version 3 or 4 log
-        is rewritten without a checkpoint record (checkpoints are optional): the store
-        builds its indexes (and, in version 4, its key directory) from the records the next
+        The log keeps its format version; a version 4 or 5 log's commits keep their writes
+        in blocks, as the store writes them. A version 3, 4 or 5 log is rewritten without a
+        checkpoint record (checkpoints are optional): the store builds its indexes (and, in
+        versions 4 and 5, its key directory) from the records the next
         time it opens the file, and writes a checkpoint again when it compacts, when
         checkpoint() is called, or when it is closed with at least minimumCommitBytes of
         commits in the file (1 MiB by default).

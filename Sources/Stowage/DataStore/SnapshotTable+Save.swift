@@ -35,7 +35,7 @@ extension SnapshotTable {
         public var storedUpdates: [DefaultSnapshot] { writes.filter { !$0.isInsert }.map { $0.snapshot } }
         public internal(set) var storedDeletes: [PersistentIdentifier] = []
         /// What each write puts in the table, by position in `writes`: `nil` puts the
-        /// snapshot itself; a log store of version 4 puts where it wrote it.
+        /// snapshot itself; a log store of version 4 or 5 puts where it wrote it.
         var storedRows: StoredRows?
         /// The stored snapshots of replaced records that the table holds by location
         /// (``SnapshotTable/loadReplaced(_:)``).

@@ -1,7 +1,7 @@
 import BTree
 import Foundation
 
-/// Where a log store keeps a record version (`Formats/log.md`, version 4): the file offset
+/// Where a log store keeps a record version (`Formats/log.md`, versions 4 and 5): the file offset
 /// of its block and its slot among the block's writes, packed into one word.
 public struct RecordLocation: Hashable, Sendable, CustomStringConvertible {
     /// The most writes a block may hold; slots are below it.
@@ -51,7 +51,7 @@ enum StoredRows: Sendable {
     }
 }
 
-/// Reads back the records a table holds by location. A ``LogStore`` of format version 4
+/// Reads back the records a table holds by location. A ``LogStore`` of format version 4 or 5
 /// gives its table one; the in-memory stores never hold a location.
 public protocol SnapshotSource: AnyObject, Sendable {
     /// The record `key` of `entity` at `location`.

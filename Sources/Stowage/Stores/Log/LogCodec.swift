@@ -246,9 +246,9 @@ struct LogCommit {
     var locations: [RecordLocation] = []
 }
 
-/// A commit record's payload, and for version 4 its blocks.
+/// A commit record's payload, and for version 4 and later its blocks.
 ///
-/// A version 4 payload is encoded after room for the record frame, which ``record(salt:offset:)``
+/// A version 4 or 5 payload is encoded after room for the record frame, which ``record(salt:offset:)``
 /// fills in place: a large save's bytes are not copied into a second buffer.
 struct LogEncodedCommit {
     /// The payload, after `headroom` bytes kept for the frame; once part of the record was
@@ -272,8 +272,8 @@ struct LogEncodedCommit {
     /// The payload alone.
     var payload: [UInt8] { headroom == 0 ? bytes : Array(bytes[headroom...]) }
 
-    /// The framed record, to be written at `offset`. A version 4 commit is raw: its blocks
-    /// are compressed instead, and their locations follow from `offset`.
+    /// The framed record, to be written at `offset`. A version 4 or 5 commit is raw: its
+    /// blocks (version 5: their writes) are compressed instead, and their locations follow from `offset`.
     func record(salt: UInt64, offset: Int64) -> [UInt8] {
         var copy = self
         return copy.takeRecord(salt: salt, offset: offset)
@@ -298,7 +298,7 @@ struct LogEncodedCommit {
         offset + Int64(LogFormat.frameSize - headroom + block.offset)
     }
 
-    /// Where each write is once the record is at `offset`, in write order (version 4).
+    /// Where each write is once the record is at `offset`, in write order (versions 4 and 5).
     func locations(recordOffset offset: Int64) -> [RecordLocation] {
         var result: [RecordLocation] = []
         result.reserveCapacity(blocks.reduce(0) { $0 + $1.writes })
@@ -379,9 +379,9 @@ enum LogCodec {
 
     /// - Parameter external: the reference to write for a write's property (by write
     ///   position and property position), instead of its value; `nil` writes the value.
-    /// - Parameter keepContents: version 4: how many uncompressed bytes of the last blocks
+    /// - Parameter keepContents: versions 4 and 5: how many uncompressed bytes of the last blocks
     ///   to keep in the result, for the cache.
-    /// - Parameter blockBytes: version 4: the uncompressed bytes at which a block is closed.
+    /// - Parameter blockBytes: versions 4 and 5: the uncompressed bytes at which a block is closed.
     static func encodeCommit(
         _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil,
         keepContents: Int = 0, spill: LogCommitSpill? = nil, blockBytes: Int = LogBlocks.targetBytes
@@ -424,7 +424,7 @@ enum LogCodec {
     }
 
     /// What a commit's header says, read without decoding its writes: for a version 4
-    /// commit, its blocks are walked by their headers and not decompressed.
+    /// or 5 commit, its blocks are walked by their headers and not decompressed.
     struct CommitSummary {
         var transactionID: UInt64
         var nextPrimaryKey: Int64
@@ -433,7 +433,7 @@ enum LogCodec {
     }
 
     /// Reads a commit's transaction, next key and number of versions. For a version 4
-    /// commit the block lengths are checked, not the blocks' checksums or contents.
+    /// or 5 commit the block lengths are checked, not the blocks' checksums or contents.
     static func decodeCommitSummary(_ payload: [UInt8], map: LogEntityMap) throws -> CommitSummary {
         var r = LogByteReader(payload)
         let (transactionID, _, _, nextPrimaryKey) = try decodeCommitStart(&r)
@@ -444,7 +444,7 @@ enum LogCodec {
         }
         let writeCount = try r.count(minimumSize: 4)
         guard map.formatVersion >= 4 else {
-            throw LogDecodeError("only a version 4 commit can be summarized without decoding its writes")
+            throw LogDecodeError("only a version 4 or 5 commit can be summarized without decoding its writes")
         }
         var writes = 0
         while !r.isAtEnd {
@@ -472,7 +472,7 @@ enum LogCodec {
         return (transactionID, timestamp, author, try r.zigzag())
     }
 
-    /// Decodes a whole commit. A version 4 commit's blocks are checked (checksums, LZ4)
+    /// Decodes a whole commit. A version 4 or 5 commit's blocks are checked (checksums, tables, LZ4)
     /// and the writes' locations computed from `recordOffset`, where the record starts.
     static func decodeCommit(_ payload: [UInt8], map: LogEntityMap, recordOffset: Int64 = 0) throws -> LogCommit {
         var r = LogByteReader(payload)

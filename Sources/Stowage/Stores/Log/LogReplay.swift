@@ -51,7 +51,7 @@ struct LogReplay {
     private(set) var nextPrimaryKey: Int64 = 1
     /// Every write and delete replayed: the record versions in the file.
     private(set) var versions: Int64 = 0
-    /// Whether the commits carry locations (format version 4): every write has one.
+    /// Whether the commits carry locations (format versions 4 and 5): every write has one.
     let located: Bool
 
     init(located: Bool = false) { self.located = located }
@@ -150,7 +150,7 @@ struct LogReplay {
 
     /// The table holding every live record, with its indexes: taken from `indexEntries`
     /// (a checkpoint's, already checked against the records) where given, else computed.
-    /// Records with locations (version 4) are held by location, read back through `source`.
+    /// Records with locations (versions 4 and 5) are held by location, read back through `source`.
     func table(
         schema: Schema, storeIdentifier: String, indexEntries: [String: [LogCheckpoint.Entries]] = [:],
         source: (any SnapshotSource)? = nil

@@ -17,7 +17,7 @@ import Synchronization
 ///   A second opener, in this process or another, gets ``DataStoreError/storeLocked``.
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
-/// In format version 4 the store keeps in memory the primary keys with where each record
+/// In format versions 4 and 5 the store keeps in memory the primary keys with where each record
 /// is in the file (the key directory) and the indexes; records are read back with `pread`,
 /// one block at a time, through a cache bounded by ``LogStoreConfiguration/cacheCapacity``.
 /// Files of versions 1 to 3 keep every record in memory until a compaction rewrites them.
@@ -201,7 +201,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     // MARK: Reading
 
-    /// The reader of records held by location (format version 4); `nil` for older files.
+    /// The reader of records held by location (format versions 4 and 5); `nil` for older files.
     var reader: LogRecordReader? { table.withLock { $0.source as? LogRecordReader } }
 
     /// Blocks read from the file since the store was opened or compacted, the
@@ -662,9 +662,10 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
 
     /// The file operations; tests put a fault-injecting one here.
     @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
-    /// The most memory, as estimated, that a store of format version 4 gives to the blocks
+    /// The most memory, as estimated, that a store of format version 4 or 5 gives to the blocks
     /// it keeps in memory (`Formats/log.md`, "Reading records"): a block read from the file
-    /// counts its uncompressed bytes, and each decoded write twice its encoded bytes plus
+    /// counts its bytes as kept (version 4: uncompressed; version 5: each write as stored,
+    /// compressed or not), and each decoded write twice its encoded bytes plus
     /// 48 (a block a save wrote keeps only its decoded writes). A read that misses reads
     /// one block from the file; a scan that misses block after block reads up to 256 KiB
     /// ahead, and once the cache is full keeps its current block beside it: those bytes and
@@ -673,10 +674,11 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// The uncompressed bytes at which a save closes a block of records and starts the next
     /// (`Formats/log.md`, "Commit record"; 4 KiB, kept between 1 KiB and 1 MiB).
     ///
-    /// A read that misses the cache reads, checks, decompresses and walks one whole block
-    /// for its record: with a cache much smaller than the store, smaller blocks make each
-    /// such read cheaper, while larger ones compress a little better and cost the cache a
-    /// little less for each record it holds. A scan past the cache reads many blocks in one
+    /// A read that misses the cache reads and checks one whole block for its record (and
+    /// decompresses that record alone; in format version 4 it decompressed and walked the
+    /// whole block): with a cache much smaller than the store, smaller blocks make each such
+    /// read cheaper, while larger ones cost the cache a little less for each record it holds
+    /// (in version 4 they also compressed a little better). A scan past the cache reads many blocks in one
     /// `pread`, so their size hardly matters to it. In the benchmark at a million records
     /// with the default caches, 4 KiB blocks against 16 KiB took 10,000 point fetches from
     /// 148 to 87 ms, equality fetches from 8.0 to 4.9 s and range fetches from 242 to 117 ms;

@@ -74,7 +74,7 @@ struct LogPendingSave {
     /// The save's writes: the part of the undo that removes its inserts is made from them
     /// only if a sync fails, not for every save.
     var writes: SaveWrites = []
-    /// Whether the table holds the writes by location (format version 4).
+    /// Whether the table holds the writes by location (format version 4 or 5).
     var writesHeldByLocation = false
 
     /// The changes that take the whole save back out of the table.
