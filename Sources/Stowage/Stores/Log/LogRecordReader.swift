@@ -1,11 +1,12 @@
 import Foundation
 import Synchronization
 
-/// Reads a version 4 log's records back by location (`Formats/log.md`, "Reading records"):
-/// one block per miss, with `pread`, its checksum checked and decompressed, then kept in a
-/// least-recently-used cache bounded by what its blocks are taken to cost (their bytes, and
-/// an estimate for each decoded write). A read decodes the one write it asks for from the
-/// cached bytes; the blocks a save wrote come with every write decoded and no bytes.
+/// Reads a version 4 or 5 log's records back by location (`Formats/log.md`, "Reading records"):
+/// one block per miss, with `pread`, its checksum checked (and in version 4 decompressed),
+/// then kept in a least-recently-used cache bounded by what its blocks are taken to cost
+/// (their bytes, and an estimate for each decoded write). A read decodes the one write it
+/// asks for from the cached bytes (in version 5 decompressing that write alone, if it is
+/// compressed); the blocks a save wrote come with every write decoded and no bytes.
 ///
 /// It owns a duplicate of the log's descriptor, so a table that still refers to it keeps
 /// reading the file it was made for after a compaction renames a new one over the path.
@@ -65,10 +66,18 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         entity: String, key: Int64, at location: RecordLocation, externalValues: Bool,
         columns: SnapshotColumns = .all
     ) throws -> (snapshot: DefaultSnapshot, isWhole: Bool) {
-        let (block, partial) = try cache.withLock { cache in
+        /// A write the cache holds decoded, or the block to decode it from.
+        enum Found {
+            case decoded(DefaultSnapshot)
+            case block(CachedBlock)
+        }
+        let (found, partial) = try cache.withLock { cache -> (Found, Bool) in
             let partial = !columns.isAll && cache.hasEvicted
             if partial { cache.partialReads += 1 }
-            if let found = cache.get(location.blockOffset) { return (found, partial) }
+            if let decoded = cache.decodedWrite(location.blockOffset, slot: location.slot) {
+                return (.decoded(decoded), partial)
+            }
+            if let found = cache.get(location.blockOffset) { return (.block(found), partial) }
             let (read, scanned) = try readBlock(at: location.blockOffset, readAhead: &cache.readAhead)
             cache.misses += 1
             cache.decompressedBytes += read.decompressedLength
@@ -77,11 +86,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             } else {
                 cache.put(location.blockOffset, read)
             }
-            return (read, partial)
-        }
-        // Decoding one write needs no lock: the block's bytes are a value.
-        guard location.slot < block.decoded.count else {
-            throw damaged(location.blockOffset, "it has no slot \(location.slot)")
+            return (.block(read), partial)
         }
         /// A slot must hold the record the key directory says it does.
         func check(_ snapshot: DefaultSnapshot) throws {
@@ -89,6 +94,18 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             else {
                 throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
             }
+        }
+        let block: CachedBlock
+        switch found {
+        case .decoded(let decoded):
+            try check(decoded)
+            return (decoded, true)
+        case .block(let found):
+            block = found
+        }
+        // Decoding one write needs no lock: the block's bytes are a value.
+        guard location.slot < block.decoded.count else {
+            throw damaged(location.blockOffset, "it has no slot \(location.slot)")
         }
         if let decoded = block.decoded[location.slot] {
             try check(decoded)
@@ -428,6 +445,29 @@ struct BlockCache {
     init(capacity: Int) { self.capacity = max(0, capacity) }
 
     var count: Int { byOffset.count }
+
+    /// The decoded write at `slot` of the cached block at `offset`, which counts as a use of
+    /// the block as ``get(_:)`` does; `nil` when the block is not cached or that write is not
+    /// decoded. It copies out the one snapshot, not the block (whose every array a copy would
+    /// retain and release again for every read the cache answers).
+    mutating func decodedWrite(_ offset: Int64, slot: Int) -> DefaultSnapshot? {
+        let i: Int
+        if head >= 0, nodes[head].offset == offset {
+            i = head
+        } else if scanned?.offset == offset {
+            guard let decoded = scanned?.block.decoded, slot < decoded.count else { return nil }
+            return decoded[slot]
+        } else {
+            guard let found = byOffset[StoreNumber(offset)] else { return nil }
+            if head != found {
+                unlink(found)
+                pushFront(found)
+            }
+            i = found
+        }
+        guard slot < nodes[i].block.decoded.count else { return nil }
+        return nodes[i].block.decoded[slot]
+    }
 
     mutating func get(_ offset: Int64) -> CachedBlock? {
         // Reads in key order stay in one block for a while: the most recent one needs no
