@@ -113,7 +113,9 @@ struct Commands {
             if store.formatVersion >= 4 {
                 let blocks = commits.reduce(0) { $0 + $1.blocks }
                 let compressed = commits.reduce(0) { $0 + $1.compressedBlocks }
-                c.print("  blocks:            \(blocks) (\(compressed) LZ4-compressed)")
+                // Version 5 compresses a block's writes one by one: count the blocks that hold any.
+                let what = store.formatVersion >= 5 ? "with LZ4-compressed writes" : "LZ4-compressed"
+                c.print("  blocks:            \(blocks) (\(compressed) \(what))")
             }
             c.print("  checkpoints:       \(log.checkpoints)")
             if let last = log.lastCheckpoint {
