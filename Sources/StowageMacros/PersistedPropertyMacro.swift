@@ -38,7 +38,7 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         }
         // The key path Observation is handed: made once beside the property when `@Model`
         // names the class (`root:`), else a literal, which is made on every read.
-        let keyPath = root(node).map { "\($0)._keyPath_\(name)" } ?? "\\.\(identifier)"
+        let keyPath = root(node).map { "\($0)._keyPath_\(name).keyPath" } ?? "\\.\(identifier)"
         return [
             """
             @storageRestrictions(accesses: _$backingData, initializes: _\(raw: name))
@@ -99,9 +99,11 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         if let root = root(node) {
             // Made once: a key path literal in the accessors was looked up on every read
             // (`swift_getKeyPath`), two thirds of a read that does nothing else. Key paths
-            // are immutable, so sharing one across threads is safe.
+            // are immutable, so sharing one across threads is safe; the box says so without
+            // `nonisolated(unsafe)`, which Swift 6 calls unnecessary for the key paths it
+            // already takes to be `Sendable`.
             peers.append(
-                "nonisolated(unsafe) private static let _keyPath_\(raw: name) = \\\(raw: root).\(raw: identifier)"
+                "private static let _keyPath_\(raw: name) = Stowage._StowageKeyPath(\\\(raw: root).\(raw: identifier))"
             )
         }
         return peers

@@ -29,12 +29,12 @@ struct ModelMacroTests {
                             _name = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: Item._keyPath_name)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_name.keyPath)
                             return self._getValue(forKey: \.name, at: 0)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: Item._keyPath_name) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_name.keyPath) {
                                     self._setValue(forKey: \.name, at: 0, to: newValue)
                                 }
                             } else {
@@ -45,7 +45,7 @@ struct ModelMacroTests {
 
                     @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
 
-                    nonisolated(unsafe) private static let _keyPath_name = \Item.name
+                    private static let _keyPath_name = Stowage._StowageKeyPath(\Item.name)
                     var isPacked {
                         @storageRestrictions(accesses: _$backingData, initializes: _isPacked)
                         init(initialValue) {
@@ -53,12 +53,12 @@ struct ModelMacroTests {
                             _isPacked = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: Item._keyPath_isPacked)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_isPacked.keyPath)
                             return self._getValue(forKey: \.isPacked, at: 1)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: Item._keyPath_isPacked) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_isPacked.keyPath) {
                                     self._setValue(forKey: \.isPacked, at: 1, to: newValue)
                                 }
                             } else {
@@ -69,7 +69,7 @@ struct ModelMacroTests {
 
                     @Stowage._StowageIgnored private var _isPacked: Stowage._StowagePersistedProperty
 
-                    nonisolated(unsafe) private static let _keyPath_isPacked = \Item.isPacked
+                    private static let _keyPath_isPacked = Stowage._StowageKeyPath(\Item.isPacked)
                     var note: String? {
                         @storageRestrictions(accesses: _$backingData, initializes: _note)
                         init(initialValue) {
@@ -77,12 +77,12 @@ struct ModelMacroTests {
                             _note = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: Item._keyPath_note)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_note.keyPath)
                             return self._getValue(forKey: \.note, at: 2)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: Item._keyPath_note) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_note.keyPath) {
                                     self._setValue(forKey: \.note, at: 2, to: newValue)
                                 }
                             } else {
@@ -93,7 +93,7 @@ struct ModelMacroTests {
 
                     @Stowage._StowageIgnored private var _note: Stowage._StowagePersistedProperty
 
-                    nonisolated(unsafe) private static let _keyPath_note = \Item.note
+                    private static let _keyPath_note = Stowage._StowageKeyPath(\Item.note)
                     var tags: [Tag] {
                         @storageRestrictions(accesses: _$backingData, initializes: _tags)
                         init(initialValue) {
@@ -101,12 +101,12 @@ struct ModelMacroTests {
                             _tags = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: Item._keyPath_tags)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_tags.keyPath)
                             return self._getValue(forKey: \.tags, at: 3)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: Item._keyPath_tags) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_tags.keyPath) {
                                     self._setValue(forKey: \.tags, at: 3, to: newValue)
                                 }
                             } else {
@@ -117,7 +117,7 @@ struct ModelMacroTests {
 
                     @Stowage._StowageIgnored private var _tags: Stowage._StowagePersistedProperty
 
-                    nonisolated(unsafe) private static let _keyPath_tags = \Item.tags
+                    private static let _keyPath_tags = Stowage._StowageKeyPath(\Item.tags)
                     var trip: Trip? {
                         @storageRestrictions(accesses: _$backingData, initializes: _trip)
                         init(initialValue) {
@@ -125,12 +125,12 @@ struct ModelMacroTests {
                             _trip = Stowage._StowagePersistedProperty()
                         }
                         get {
-                            _$observationRegistrar.access(self, keyPath: Item._keyPath_trip)
+                            _$observationRegistrar.access(self, keyPath: Item._keyPath_trip.keyPath)
                             return self._getValue(forKey: \.trip, at: 4)
                         }
                         set {
                             if let observation = _$observation {
-                                observation.withMutation(of: self, keyPath: Item._keyPath_trip) {
+                                observation.withMutation(of: self, keyPath: Item._keyPath_trip.keyPath) {
                                     self._setValue(forKey: \.trip, at: 4, to: newValue)
                                 }
                             } else {
@@ -141,7 +141,7 @@ struct ModelMacroTests {
 
                     @Stowage._StowageIgnored private var _trip: Stowage._StowagePersistedProperty
 
-                    nonisolated(unsafe) private static let _keyPath_trip = \Item.trip
+                    private static let _keyPath_trip = Stowage._StowageKeyPath(\Item.trip)
                     var isSelected = false
                     var computed: Int { 3 }          // computed: untouched
                     static var categories = ["a"]   // static: untouched
@@ -219,9 +219,9 @@ struct ModelMacroTests {
             }
             """
         ).source
-        #expect(plain.contains(#"nonisolated(unsafe) private static let _keyPath_name = \Trip.name"#))
-        #expect(plain.contains("access(self, keyPath: Trip._keyPath_name)"))
-        #expect(plain.contains("withMutation(of: self, keyPath: Trip._keyPath_name)"))
+        #expect(plain.contains(#"private static let _keyPath_name = Stowage._StowageKeyPath(\Trip.name)"#))
+        #expect(plain.contains("access(self, keyPath: Trip._keyPath_name.keyPath)"))
+        #expect(plain.contains("withMutation(of: self, keyPath: Trip._keyPath_name.keyPath)"))
         #expect(!plain.contains(#"keyPath: \.name"#))
 
         let generic = expand(
@@ -261,7 +261,7 @@ struct ModelMacroTests {
             }
             """
         ).source
-        #expect(inPlainEnum.contains("access(self, keyPath: Inner._keyPath_name)"))
+        #expect(inPlainEnum.contains("access(self, keyPath: Inner._keyPath_name.keyPath)"))
     }
 
     @Test("A class nested in an enum keeps its own name for the entity and key paths")
@@ -286,12 +286,12 @@ struct ModelMacroTests {
                                 _name = Stowage._StowagePersistedProperty()
                             }
                             get {
-                                _$observationRegistrar.access(self, keyPath: Item._keyPath_name)
+                                _$observationRegistrar.access(self, keyPath: Item._keyPath_name.keyPath)
                                 return self._getValue(forKey: \.name, at: 0)
                             }
                             set {
                                 if let observation = _$observation {
-                                    observation.withMutation(of: self, keyPath: Item._keyPath_name) {
+                                    observation.withMutation(of: self, keyPath: Item._keyPath_name.keyPath) {
                                         self._setValue(forKey: \.name, at: 0, to: newValue)
                                     }
                                 } else {
@@ -302,7 +302,7 @@ struct ModelMacroTests {
 
                         @Stowage._StowageIgnored private var _name: Stowage._StowagePersistedProperty
 
-                        nonisolated(unsafe) private static let _keyPath_name = \Item.name
+                        private static let _keyPath_name = Stowage._StowageKeyPath(\Item.name)
                         init(name: String) { self.name = name }
 
                         @Stowage._StowageIgnored @exclusivity(unchecked) private var _$backingData: Stowage.ModelBackingData? = nil

@@ -201,6 +201,18 @@ public struct _StowagePersistedProperty: Sendable {
     public init() {}
 }
 
+/// The key path `@Model` keeps beside each persisted property of a non-generic class, made
+/// once and handed to Observation on every read and write (a key path literal in the
+/// accessors was looked up on every access). It is `Sendable` by fiat: a key path literal
+/// without subscript arguments holds no mutable state. A box, rather than a
+/// `nonisolated(unsafe)` static key path, because Swift 6 infers some key path literals to be
+/// `Sendable` and then warns that `nonisolated(unsafe)` is unnecessary, once per property.
+public struct _StowageKeyPath<Root, Value>: @unchecked Sendable {
+    public let keyPath: KeyPath<Root, Value>
+
+    @inlinable public init(_ keyPath: KeyPath<Root, Value>) { self.keyPath = keyPath }
+}
+
 /// Groups key paths for `#Index` and `#Unique`.
 public func _stowageKeyPathGroups<T>(_ type: T.Type, _ groups: [[PartialKeyPath<T>]]) -> [[AnyKeyPath]] {
     groups.map { $0.map { $0 as AnyKeyPath } }
