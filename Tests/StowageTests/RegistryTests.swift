@@ -212,7 +212,7 @@ struct RegistryTests {
         let context = ModelContext(container)
         let items = try context.fetch(FetchDescriptor<Item>(sortBy: [SortDescriptor(\.name)]))
         #expect(items.count == 20)
-        weak var first = items[0].trip
+        weak let first = items[0].trip
         #expect(first != nil, "the parent stays alive after the access that loaded it")
         for item in items {
             #expect(item.trip === first)

@@ -181,7 +181,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             }
             throw DataStoreError(
                 .ioFailure, "syncing the directory of \(path) failed (\(failure.underlying)); nothing was saved",
-                underlying: failure.underlying as? any Error & Sendable)
+                underlying: failure.underlying)
         }
         w.lastSize = bytes.count
         table.withLock { $0 = next }
