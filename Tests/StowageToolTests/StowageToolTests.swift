@@ -932,6 +932,47 @@ struct StowageToolTests {
         #expect(compressed > 0 && raw > 0, "\(compressed) compressed, \(raw) raw")
     }
 
+    /// A version 5 block whose table does not add up, behind a record checksum and a block
+    /// checksum that both hold: verify names the block and the table's fault, and recover
+    /// keeps the commits before it.
+    @Test func aVersion5BlockWhoseTableDoesNotAddUp() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v5.stowlog", to: directory, as: "store.stowlog")
+        let original = [UInt8](try Data(contentsOf: url))
+        let (salt, records) = try Self.records(of: url)
+        let header = try LogCodec.decodeHeader(records[0].payload, formatVersion: 5)
+        let map = LogEntityMap(storeIdentifier: header.storeIdentifier, description: header.schema, formatVersion: 5)
+        let commit = records[2]
+        let block = try Self.firstBlock(of: commit, map: map)
+        // One more byte in the header's uncompressed length, the block checksum made again.
+        var payload = commit.payload
+        let at = Int(block - commit.offset) - LogFormat.frameSize
+        payload[at + 4] &+= 1
+        let storedLength =
+            Int(payload[at]) | Int(payload[at + 1]) << 8 | Int(payload[at + 2]) << 16 | Int(payload[at + 3]) << 24
+        let stored = Array(payload[(at + LogBlocks.headerSize)..<(at + LogBlocks.headerSize + storedLength)])
+        let crc = CRC32C.mask(CRC32C.update(CRC32C.update(0, Array(payload[at..<(at + 12)])), stored))
+        for i in 0..<4 { payload[at + 12 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+        let next = records[3].offset
+        let framed = LogFormat.frame(
+            type: .commit, payload: payload, salt: salt, offset: commit.offset, compress: false)
+        #expect(Int64(framed.count) == next - commit.offset)
+        var bytes = original
+        bytes.replaceSubrange(Int(commit.offset)..<Int(next), with: framed)
+        try Data(bytes).write(to: url)
+        let run = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(run.status == 1, "\(run.transcript)")
+        #expect(
+            run.stdout.contains(
+                "damaged at offset \(commit.offset): the commit at offset \(commit.offset) does not decode: "
+                    + "its block at offset \(block): "), "\(run.stdout)")
+        #expect(run.stdout.contains("its header says"), "\(run.stdout)")
+        // A store opening it keeps the commits before it (point-in-time recovery).
+        #expect(try Tool.run(["recover", "--backup", "store.backup", "store.stowlog"], in: directory).status == 0)
+        #expect([UInt8](try Data(contentsOf: url)) == Array(original.prefix(Int(commit.offset))))
+    }
+
     /// A version 4 commit's block, by the file offset of its header: the first block of
     /// the sample's second commit (the twenty pairs of socks).
     static func firstBlock(of record: LogRecord, map: LogEntityMap) throws -> Int64 {
