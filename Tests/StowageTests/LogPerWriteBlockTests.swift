@@ -100,6 +100,21 @@ struct LogPerWriteBlockTests {
         }
     }
 
+    /// A write whose uncompressed length is larger than its block's is refused before it
+    /// is kept: a table of 32-bit lengths would trap on one past 2 GiB (possible for a write
+    /// stored in over 8.4 MB, since LZ4 expands at most 255 times).
+    @Test func aWriteLongerThanItsBlockIsRefused() throws {
+        var table = LogByteWriter()
+        let writeStored = 9_000_000
+        table.varint(UInt64(writeStored) << 1 | 1)
+        table.varint(2_200_000_000)  // past Int32.max, within 255 × 9,000,000
+        let stored = table.bytes + [UInt8](repeating: 0, count: writeStored)
+        let header = LogBlocks.Header(
+            storedLength: stored.count, uncompressedLength: 1 << 20, writes: 1, compressed: false, perWrite: true,
+            checksum: 0)
+        #expect(throws: LogDecodeError.self) { try LogBlocks.table(header, stored: stored[...]) }
+    }
+
     /// Random damage to a block's stored bytes, with its checksum made right again, either
     /// fails with an error or reads as contents of the header's length; it never crashes.
     @Test func randomDamageBehindAGoodChecksumNeverCrashes() throws {

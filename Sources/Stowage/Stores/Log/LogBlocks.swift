@@ -148,7 +148,9 @@ enum LogBlocks {
                 var length = writeStored
                 if entry & 1 == 1 {
                     let v = try s.varint()
-                    guard v >= 1, v <= UInt64(writeStored) * 255 else {
+                    // No more than the block's own uncompressed length (which its header
+                    // check bounds), so that it fits the table's 32-bit lengths.
+                    guard v >= 1, v <= UInt64(writeStored) * 255, v <= UInt64(header.uncompressedLength) else {
                         throw LogDecodeError("write \(i)'s impossible uncompressed length \(v)")
                     }
                     length = Int(v)
