@@ -187,6 +187,67 @@ struct LogPerWriteBlockTests {
         }
     }
 
+    /// A version 5 block whose table puts the boundary between two writes one byte off, with
+    /// every checksum made right again: the contents are the same bytes, so decoding the writes
+    /// one after another would succeed, but each write must end where the table says. Opening
+    /// finds the damage (strict refuses, naming its offset; point-in-time keeps the commits
+    /// before it). Before this check, the store opened with both people and failed on reading
+    /// one of them.
+    @Test func writesMustEndWhereTheTableSays() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        do {
+            var configuration = LogStoreConfiguration(schema: LogBlockReadTests.schema, url: directory.storeURL)
+            configuration.checkpoints = nil
+            configuration.automaticCompaction = nil
+            let container = try ModelContainer(for: LogBlockReadTests.schema, configurations: [configuration])
+            let context = ModelContext(container)
+            context.insert(Person(email: "first@example.com", name: "First", age: 1))
+            try context.save()
+            context.insert(Person(email: "a@example.com", name: "A", age: 2))
+            context.insert(Person(email: "b@example.com", name: "B", age: 3))
+            try context.save()
+        }
+        var bytes = Array(try Data(contentsOf: directory.storeURL))
+        let offsets = try LogStore.recordOffsets(ofFileAt: directory.storeURL)
+        // The second commit: its payload holds one block of the two people, both raw.
+        let commit = Int(offsets[2])
+        let next = Int(offsets[3])
+        var payload = Array(bytes[(commit + LogFormat.frameSize)..<next])
+        // The block header: two writes (bytes 8 and 9), flags 2 (byte 10).
+        func isBlockHeader(_ i: Int) -> Bool { payload[i + 8] == 2 && payload[i + 9] == 0 && payload[i + 10] == 2 }
+        let at = try #require((0..<(payload.count - LogBlocks.headerSize)).first(where: isBlockHeader))
+        let header = try LogBlocks.header(
+            payload[at..<(at + LogBlocks.headerSize)], available: payload.count - at - LogBlocks.headerSize, version: 5)
+        let storedStart = at + LogBlocks.headerSize
+        let table = try LogBlocks.table(header, stored: payload[storedStart..<(storedStart + header.storedLength)])
+        #expect(table.end == 2 && table.lengths.isEmpty)
+        payload[storedStart] += 2  // the first write one byte longer,
+        payload[storedStart + 1] -= 2  // the second one byte shorter
+        let crc = CRC32C.mask(
+            CRC32C.update(
+                CRC32C.update(0, Array(payload[at..<(at + 12)])),
+                Array(payload[storedStart..<(storedStart + header.storedLength)])))
+        for i in 0..<4 { payload[at + 12 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
+        let salt = bytes[12..<20].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let framed = LogFormat.frame(
+            type: .commit, payload: payload, salt: salt, offset: Int64(commit), compress: false)
+        #expect(framed.count == next - commit)
+        bytes.replaceSubrange(commit..<next, with: framed)
+        try Data(bytes).write(to: directory.storeURL)
+
+        var strict = LogStoreConfiguration(schema: LogBlockReadTests.schema, url: directory.storeURL)
+        strict.recovery = .strict
+        let error = #expect(throws: DataStoreError.self) { try LogStore(strict, migrationPlan: nil) }
+        #expect(error?.code == .corruptStore)
+        #expect(error?.description.contains("\(commit)") == true, "\(String(describing: error))")
+        let store = try LogStore(
+            LogStoreConfiguration(schema: LogBlockReadTests.schema, url: directory.storeURL), migrationPlan: nil)
+        #expect(store.recordCount == 1)
+        #expect(try LogBlockReadTests.emails(store) == ["first@example.com"])
+        store.close()
+    }
+
     /// The rule: a point fetch decompresses the one record it needs. In version 5 the
     /// bytes LZ4 produces for a fetch are one record's, though its block holds dozens; the
     /// next fetch from the same cached block decompresses only its own record. In version 4

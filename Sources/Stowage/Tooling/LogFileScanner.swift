@@ -414,15 +414,20 @@ enum LogFileScanner {
                 let header = try LogBlocks.header(
                     r.bytes[start...], available: r.remaining - LogBlocks.headerSize, version: map.formatVersion)
                 let headerBytes = try r.bytes(LogBlocks.headerSize)
-                let contents = try LogBlocks.contents(
-                    header, headerBytes: headerBytes, stored: try r.bytes(header.storedLength))
-                // The writes: a kind byte and a snapshot each, to the end of the contents.
+                let stored = try r.bytes(header.storedLength)
+                let contents = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored)
+                let ends = try LogBlocks.writeEnds(header, stored: stored)
+                // The writes: a kind byte and a snapshot each, to the end of the contents
+                // (in version 5 each to the end its block's table gives it).
                 var block = LogByteReader(contents)
                 var references: [LogExternalReference] = []
-                for _ in 0..<header.writes {
+                for i in 0..<header.writes {
                     let kind = try block.u8()
                     guard kind <= 1 else { return (offset, "bad write kind \(kind)") }
                     _ = try LogCodec.decodeSnapshot(&block, map: map, externalReferences: &references)
+                    if let ends, block.position != ends[i] {
+                        return (offset, "write \(i) ends at byte \(block.position), its table says \(ends[i])")
+                    }
                 }
                 guard block.isAtEnd else { return (offset, "\(block.remaining) bytes after its last write") }
             } catch {

@@ -180,6 +180,24 @@ enum LogBlocks {
         return Table(end: end, starts: starts, lengths: lengths)
     }
 
+    /// Where each write of a version 5 block ends in its contents (its uncompressed bytes),
+    /// from its checked table: a write must decode to exactly its bytes. `nil` for a block
+    /// of an earlier version, whose writes are only known by decoding them.
+    static func writeEnds(_ header: Header, stored: ArraySlice<UInt8>) throws -> [Int]? {
+        guard header.perWrite else { return nil }
+        let table = try table(header, stored: stored)
+        var ends: [Int] = []
+        ends.reserveCapacity(header.writes)
+        var end = 0
+        for i in 0..<header.writes {
+            let packed = table.lengths.isEmpty ? 0 : Int(table.lengths[i])
+            let storedEnd = i + 1 < header.writes ? Int(table.starts[i + 1]) : stored.count - table.end
+            end += packed > 0 ? packed : storedEnd - Int(table.starts[i])
+            ends.append(end)
+        }
+        return ends
+    }
+
     /// A block's uncompressed contents, after checking its checksum (and in version 5 its
     /// table). `headerBytes` are the block's 16 header bytes, `stored` the bytes after them.
     static func contents(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>) throws

@@ -489,8 +489,9 @@ enum LogCodec {
         let writeCount = try r.count(minimumSize: 4)
         writes.reserveCapacity(writeCount)
         var locations: [RecordLocation] = []
-        func decodeWrites(_ r: inout LogByteReader, _ count: Int) throws {
-            for _ in 0..<count {
+        /// `ends`: where each write must end (version 5), else `nil`.
+        func decodeWrites(_ r: inout LogByteReader, _ count: Int, ends: [Int]? = nil) throws {
+            for i in 0..<count {
                 let isInsert: Bool
                 switch try r.u8() {
                 case 0: isInsert = true
@@ -504,6 +505,9 @@ enum LogCodec {
                     throw LogDecodeError("snapshot without a key")
                 }
                 writes.append((snapshot.persistentIdentifier.entityName, key, snapshot, isInsert))
+                if let ends, r.position != ends[i] {
+                    throw LogDecodeError("write \(i) of a block ends at byte \(r.position), its table says \(ends[i])")
+                }
             }
         }
         if map.formatVersion >= 4 {
@@ -516,10 +520,10 @@ enum LogCodec {
                     throw LogDecodeError("the commit's blocks hold more than its \(writeCount) writes")
                 }
                 let headerBytes = try r.bytes(LogBlocks.headerSize)
-                let contents = try LogBlocks.contents(
-                    header, headerBytes: headerBytes, stored: try r.bytes(header.storedLength))
+                let stored = try r.bytes(header.storedLength)
+                let contents = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored)
                 var block = LogByteReader(contents)
-                try decodeWrites(&block, header.writes)
+                try decodeWrites(&block, header.writes, ends: try LogBlocks.writeEnds(header, stored: stored))
                 guard block.isAtEnd else { throw LogDecodeError("\(block.remaining) bytes after a block's last write") }
                 let blockOffset = recordOffset + Int64(LogFormat.frameSize + start)
                 for slot in 0..<header.writes { locations.append(RecordLocation(blockOffset: blockOffset, slot: slot)) }
