@@ -70,6 +70,31 @@ struct LogPerWriteBlockTests {
         #expect(throws: LogDecodeError.self) { try Self.parse(whole, version: 5) }
     }
 
+    /// After eight writes in a row that LZ4 could not shorten, a writer tries only every
+    /// sixteenth write, until one compresses again; the block reads back the same.
+    @Test func aRunOfIncompressibleWritesIsNotTriedOneByOne() throws {
+        var random = SeededRandom(seed: 7)
+        var contents: [UInt8] = []
+        var starts: [Int32] = []
+        for i in 0..<50 {
+            starts.append(Int32(contents.count))
+            contents.append(0)
+            if i < 30 {
+                contents += (0..<100).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            } else {
+                contents += Array(String(repeating: "pair \(i) of socks, ", count: 6).utf8)
+            }
+        }
+        let bytes = Self.block(contents, starts)
+        let (header, read) = try Self.parse(bytes)
+        #expect(read == contents)
+        let table = try LogBlocks.table(header, stored: bytes[LogBlocks.headerSize...])
+        let compressed = table.lengths.indices.filter { table.lengths[$0] > 0 }
+        // Writes 0–7 were tried and failed; then 8 and 24 were tried; 30–39 were skipped
+        // (compressible or not); 40 was tried, compressed, and every write after it too.
+        #expect(compressed == Array(40..<50))
+    }
+
     /// A table that does not add up is refused, checksum or not: lengths that overrun the
     /// stored bytes or leave some over, writes that add up to another length than the
     /// header's, an impossible uncompressed length, and LZ4 bytes that do not decompress to
