@@ -807,18 +807,22 @@ struct StowageToolTests {
 
     static let tripsV4 = "Formats/samples/trips-v4.stowlog"
 
-    /// `trips-v4.stowlog` is what `LogSamples.writeVersion4(to:)` writes, byte for byte.
-    /// `STOWAGE_WRITE_SAMPLES=1` rewrites it (after a deliberate format change).
-    @Test func theVersion4SampleIsWhatTheWriterWrites() throws {
+    /// `trips-v4.stowlog` and `trips-v5.stowlog` are what `LogSamples.writeVersion4(to:)`
+    /// and `writeVersion5(to:)` write, byte for byte. `STOWAGE_WRITE_SAMPLES=1` rewrites them
+    /// (after a deliberate format change).
+    @Test(arguments: [UInt16(4), 5])
+    func theCheckpointedSampleIsWhatTheWriterWrites(version: UInt16) throws {
+        let write = version == 4 ? LogSamples.writeVersion4 : LogSamples.writeVersion5
+        let name = "trips-v\(version).stowlog"
         if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
-            try LogSamples.writeVersion4(to: Tool.repository.appendingPathComponent("Formats/samples"))
+            try write(Tool.repository.appendingPathComponent("Formats/samples"))
         }
         let directory = try Tool.scratchDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        try LogSamples.writeVersion4(to: directory)
-        let fresh = try Data(contentsOf: directory.appendingPathComponent("trips-v4.stowlog"))
-        #expect(fresh == (try Data(contentsOf: Tool.sample("trips-v4.stowlog"))))
-        #expect(fresh[8] == 4)
+        try write(directory)
+        let fresh = try Data(contentsOf: directory.appendingPathComponent(name))
+        #expect(fresh == (try Data(contentsOf: Tool.sample(name))))
+        #expect(fresh[8] == UInt8(version))
     }
 
     /// The sample's records, its schema, and the map that decodes its commits.
@@ -885,20 +889,6 @@ struct StowageToolTests {
     // MARK: Format version 5: each write of a block on its own
 
     static let tripsV5 = "Formats/samples/trips-v5.stowlog"
-
-    /// `trips-v5.stowlog` is what `LogSamples.writeVersion5(to:)` writes, byte for byte.
-    /// `STOWAGE_WRITE_SAMPLES=1` rewrites it (after a deliberate format change).
-    @Test func theVersion5SampleIsWhatTheWriterWrites() throws {
-        if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
-            try LogSamples.writeVersion5(to: Tool.repository.appendingPathComponent("Formats/samples"))
-        }
-        let directory = try Tool.scratchDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try LogSamples.writeVersion5(to: directory)
-        let fresh = try Data(contentsOf: directory.appendingPathComponent("trips-v5.stowlog"))
-        #expect(fresh == (try Data(contentsOf: Tool.sample("trips-v5.stowlog"))))
-        #expect(fresh[8] == 5)
-    }
 
     /// The same saves as the version 4 sample read the same through every command; each of
     /// its blocks stores its writes one by one (flag 2), some of them compressed.
