@@ -922,6 +922,28 @@ struct StowageToolTests {
         #expect(compressed > 0 && raw > 0, "\(compressed) compressed, \(raw) raw")
     }
 
+    /// Writes `original` with `commit`'s payload replaced by `payload`, framed again so that
+    /// the record's checksum holds, to `url` (`store.stowlog`), and runs `verify` on it: it
+    /// must fail and name the damaged block at `block`.
+    static func reframeAndVerify(
+        _ payload: [UInt8], of commit: LogRecord, endingAt next: Int64, block: Int64, salt: UInt64,
+        in original: [UInt8], at url: URL, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Tool.Run {
+        let framed = LogFormat.frame(
+            type: .commit, payload: payload, salt: salt, offset: commit.offset, compress: false)
+        #expect(Int64(framed.count) == next - commit.offset, sourceLocation: sourceLocation)
+        var bytes = original
+        bytes.replaceSubrange(Int(commit.offset)..<Int(next), with: framed)
+        try Data(bytes).write(to: url)
+        let run = try Tool.run(["verify", "store.stowlog"], in: url.deletingLastPathComponent())
+        #expect(run.status == 1, "\(run.transcript)", sourceLocation: sourceLocation)
+        #expect(
+            run.stdout.contains(
+                "damaged at offset \(commit.offset): the commit at offset \(commit.offset) does not decode: "
+                    + "its block at offset \(block): "), "\(run.stdout)", sourceLocation: sourceLocation)
+        return run
+    }
+
     /// A version 5 block whose table does not add up, behind a record checksum and a block
     /// checksum that both hold: verify names the block and the table's fault, and recover
     /// keeps the commits before it.
@@ -944,19 +966,8 @@ struct StowageToolTests {
         let stored = Array(payload[(at + LogBlocks.headerSize)..<(at + LogBlocks.headerSize + storedLength)])
         let crc = CRC32C.mask(CRC32C.update(CRC32C.update(0, Array(payload[at..<(at + 12)])), stored))
         for i in 0..<4 { payload[at + 12 + i] = UInt8(truncatingIfNeeded: crc >> (8 * UInt32(i))) }
-        let next = records[3].offset
-        let framed = LogFormat.frame(
-            type: .commit, payload: payload, salt: salt, offset: commit.offset, compress: false)
-        #expect(Int64(framed.count) == next - commit.offset)
-        var bytes = original
-        bytes.replaceSubrange(Int(commit.offset)..<Int(next), with: framed)
-        try Data(bytes).write(to: url)
-        let run = try Tool.run(["verify", "store.stowlog"], in: directory)
-        #expect(run.status == 1, "\(run.transcript)")
-        #expect(
-            run.stdout.contains(
-                "damaged at offset \(commit.offset): the commit at offset \(commit.offset) does not decode: "
-                    + "its block at offset \(block): "), "\(run.stdout)")
+        let run = try Self.reframeAndVerify(
+            payload, of: commit, endingAt: records[3].offset, block: block, salt: salt, in: original, at: url)
         #expect(run.stdout.contains("its header says"), "\(run.stdout)")
         // A store opening it keeps the commits before it (point-in-time recovery).
         #expect(try Tool.run(["recover", "--backup", "store.backup", "store.stowlog"], in: directory).status == 0)
@@ -994,19 +1005,9 @@ struct StowageToolTests {
         var payload = commit.payload
         // The block's header starts `block - commit.offset - 16` bytes into the payload.
         payload[Int(block - commit.offset) - 16 + 16 + 5] ^= 0x10
-        bytes = [UInt8](original)
-        let next = sample.records[3].offset
-        let framed = LogFormat.frame(
-            type: .commit, payload: payload, salt: sample.salt, offset: commit.offset, compress: false)
-        #expect(Int64(framed.count) == next - commit.offset)
-        bytes.replaceSubrange(Int(commit.offset)..<Int(next), with: framed)
-        try Data(bytes).write(to: url)
-        let run = try Tool.run(["verify", "store.stowlog"], in: directory)
-        #expect(run.status == 1, "\(run.transcript)")
-        #expect(
-            run.stdout.contains(
-                "damaged at offset \(commit.offset): the commit at offset \(commit.offset) does not decode: "
-                    + "its block at offset \(block): "), "\(run.stdout)")
+        let run = try Self.reframeAndVerify(
+            payload, of: commit, endingAt: sample.records[3].offset, block: block, salt: sample.salt,
+            in: [UInt8](original), at: url)
         #expect(run.stdout.contains("checksum"), "\(run.stdout)")
         // Recovery keeps the commit before it.
         #expect(try Tool.run(["recover", "--backup", "store.backup", "store.stowlog"], in: directory).status == 0)
