@@ -34,7 +34,10 @@ struct LogPerWriteBlockTests {
         let contents = try LogBlocks.contents(
             header, headerBytes: bytes[0..<LogBlocks.headerSize],
             stored: bytes[LogBlocks.headerSize..<LogBlocks.headerSize + header.storedLength])
-        return (header, contents)
+        // Version 5 gives where each write ends, and they end where the contents do.
+        #expect((contents.writeEnds?.last ?? contents.bytes.count) == contents.bytes.count)
+        #expect((contents.writeEnds == nil) == (version < 5))
+        return (header, contents.bytes)
     }
 
     /// Writes `stored` as a block's stored bytes with a valid checksum, so that only the
@@ -56,6 +59,10 @@ struct LogPerWriteBlockTests {
         #expect(header.perWrite && !header.compressed)
         #expect(header.uncompressedLength == contents.count && header.writes == 3)
         #expect(read == contents)
+        let ends = try LogBlocks.contents(
+            header, headerBytes: bytes[0..<LogBlocks.headerSize], stored: bytes[LogBlocks.headerSize...]
+        ).writeEnds
+        #expect(ends == [Int(starts[1]), Int(starts[2]), contents.count])
         let table = try LogBlocks.table(header, stored: bytes[LogBlocks.headerSize...])
         // Only the compressible write is compressed; each start is where the one before ends.
         #expect(table.lengths == [Int32(starts[1]), 0, 0])

@@ -415,8 +415,7 @@ enum LogFileScanner {
                     r.bytes[start...], available: r.remaining - LogBlocks.headerSize, version: map.formatVersion)
                 let headerBytes = try r.bytes(LogBlocks.headerSize)
                 let stored = try r.bytes(header.storedLength)
-                let contents = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored)
-                let ends = try LogBlocks.writeEnds(header, stored: stored)
+                let (contents, ends) = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored)
                 // The writes: a kind byte and a snapshot each, to the end of the contents
                 // (in version 5 each to the end its block's table gives it).
                 var block = LogByteReader(contents)

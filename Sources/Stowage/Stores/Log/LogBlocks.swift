@@ -198,28 +198,12 @@ enum LogBlocks {
         return Table(end: end, starts: starts, lengths: lengths)
     }
 
-    /// Where each write of a version 5 block ends in its contents (its uncompressed bytes),
-    /// from its checked table: a write must decode to exactly its bytes. `nil` for a block
-    /// of an earlier version, whose writes are only known by decoding them.
-    static func writeEnds(_ header: Header, stored: ArraySlice<UInt8>) throws -> [Int]? {
-        guard header.perWrite else { return nil }
-        let table = try table(header, stored: stored)
-        var ends: [Int] = []
-        ends.reserveCapacity(header.writes)
-        var end = 0
-        for i in 0..<header.writes {
-            let packed = table.lengths.isEmpty ? 0 : Int(table.lengths[i])
-            let storedEnd = i + 1 < header.writes ? Int(table.starts[i + 1]) : stored.count - table.end
-            end += packed > 0 ? packed : storedEnd - Int(table.starts[i])
-            ends.append(end)
-        }
-        return ends
-    }
-
     /// A block's uncompressed contents, after checking its checksum (and in version 5 its
-    /// table). `headerBytes` are the block's 16 header bytes, `stored` the bytes after them.
+    /// table), and in version 5 where each write ends in them, which a write must decode to
+    /// exactly (`nil` before version 5, whose writes are only known by decoding them).
+    /// `headerBytes` are the block's 16 header bytes, `stored` the bytes after them.
     static func contents(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>) throws
-        -> [UInt8]
+        -> (bytes: [UInt8], writeEnds: [Int]?)
     {
         try checkChecksum(header, headerBytes: headerBytes, stored: stored)
         if header.perWrite {
@@ -227,6 +211,8 @@ enum LogBlocks {
             let body = stored.dropFirst(table.end)
             var contents: [UInt8] = []
             contents.reserveCapacity(header.uncompressedLength)
+            var ends: [Int] = []
+            ends.reserveCapacity(header.writes)
             for i in 0..<header.writes {
                 let start = body.startIndex + Int(table.starts[i])
                 let end = i + 1 < header.writes ? body.startIndex + Int(table.starts[i + 1]) : body.endIndex
@@ -239,14 +225,15 @@ enum LogBlocks {
                     else { throw LogDecodeError("write \(i)'s LZ4 bytes do not decompress") }
                     contents.append(contentsOf: bytes)
                 }
+                ends.append(contents.count)
             }
-            return contents
+            return (contents, ends)
         }
-        guard header.compressed else { return Array(stored) }
+        guard header.compressed else { return (Array(stored), nil) }
         guard let bytes = stored.withUnsafeBytes({ LZ4Block.decompress($0, length: header.uncompressedLength) }) else {
             throw LogDecodeError("a block's LZ4 bytes do not decompress")
         }
-        return bytes
+        return (bytes, nil)
     }
 }
 

@@ -522,8 +522,8 @@ enum LogCodec {
                 let headerBytes = try r.bytes(LogBlocks.headerSize)
                 let stored = try r.bytes(header.storedLength)
                 let contents = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored)
-                var block = LogByteReader(contents)
-                try decodeWrites(&block, header.writes, ends: try LogBlocks.writeEnds(header, stored: stored))
+                var block = LogByteReader(contents.bytes)
+                try decodeWrites(&block, header.writes, ends: contents.writeEnds)
                 guard block.isAtEnd else { throw LogDecodeError("\(block.remaining) bytes after a block's last write") }
                 let blockOffset = recordOffset + Int64(LogFormat.frameSize + start)
                 for slot in 0..<header.writes { locations.append(RecordLocation(blockOffset: blockOffset, slot: slot)) }

@@ -39,7 +39,9 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     var partialReads: Int { cache.withLock { $0.partialReads } }
     /// The bytes LZ4 produced for reads since the reader was made: whole blocks in version
     /// 4, single writes in version 5.
-    var decompressedBytes: Int { cache.withLock { $0.decompressedBytes } }
+    var decompressedBytes: Int { decompressed.load(ordering: .relaxed) }
+    /// Counted without the cache's lock, which a read of a compressed write has let go of.
+    private let decompressed = Atomic<Int>(0)
 
     func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot {
         try read(entity: entity, key: key, at: location, externalValues: true).snapshot
@@ -80,7 +82,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             if let found = cache.get(location.blockOffset) { return (.block(found), partial) }
             let (read, scanned) = try readBlock(at: location.blockOffset, readAhead: &cache.readAhead)
             cache.misses += 1
-            cache.decompressedBytes += read.decompressedLength
+            if read.decompressedLength > 0 { decompressed.add(read.decompressedLength, ordering: .relaxed) }
             if scanned && cache.hasEvicted {
                 cache.keepScanned(location.blockOffset, read)
             } else {
@@ -118,9 +120,9 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             source = try readBlockAlone(at: location.blockOffset).block
             cache.withLock {
                 $0.misses += 1
-                $0.decompressedBytes += source.decompressedLength
                 $0.readAhead.fileReads += 2
             }
+            if source.decompressedLength > 0 { decompressed.add(source.decompressedLength, ordering: .relaxed) }
             guard location.slot < source.slots.count else {
                 throw damaged(location.blockOffset, "it has no slot \(location.slot)")
             }
@@ -139,7 +141,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
                         LZ4Block.decompress($0, length: packed)
                     })
                 else { throw LogDecodeError("its LZ4 bytes do not decompress") }
-                cache.withLock { $0.decompressedBytes += bytes.count }
+                decompressed.add(bytes.count, ordering: .relaxed)
                 r = LogByteReader(bytes)
                 end = bytes.count
             } else {
@@ -243,7 +245,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
                     packedLengths: table.lengths), length
             )
         }
-        let contents = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored)
+        let contents = try LogBlocks.contents(header, headerBytes: headerBytes, stored: stored).bytes
         let slots = try LogCodec.writeStarts(contents, writes: header.writes)
         return (
             CachedBlock(
@@ -425,8 +427,6 @@ struct BlockCache {
     var readAhead = ReadAhead()
     /// Reads that asked for part of a record once blocks were kept as bytes.
     var partialReads = 0
-    /// The bytes LZ4 produced for reads (``LogRecordReader/decompressedBytes``).
-    var decompressedBytes = 0
     /// Whether a block was ever evicted, or refused for being larger than the whole cache:
     /// then decoded writes are no longer kept.
     private(set) var hasEvicted = false
