@@ -209,7 +209,7 @@ struct LogStoreTests {
         #expect(LogTest.fileMode(directory.storeURL.path) == 0o600)
     }
 
-    @Test(arguments: ["garbage", "empty", "sqlite", "future version", "short magic"])
+    @Test(arguments: ["garbage", "empty", "sqlite", "future version", "short magic", "magic as text"])
     func aFileOfAnotherKindIsRefusedAndLeftUntouched(kind: String) throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
@@ -220,6 +220,8 @@ struct LogStoreTests {
         case "empty": bytes = []
         case "sqlite": bytes = Array("SQLite format 3\0".utf8) + [UInt8](repeating: 0, count: 84)
         case "short magic": bytes = Array("STOW".utf8)
+        // A text file that begins with the magic's letters: its newline is not the zero byte.
+        case "magic as text": bytes = Array("STOWLOG\nnotes of a trip\n".utf8)
         default:
             var header = Array("STOWLOG\0".utf8) + [9, 0] + [UInt8](repeating: 0, count: 22)
             header += [0, 0, 0, 0]
@@ -232,6 +234,11 @@ struct LogStoreTests {
             Issue.record("opening \(kind) should have thrown")
         } catch let error as DataStoreError {
             #expect(error.code == expected, "\(error)")
+            if kind == "magic as text" {
+                // The error shows what the file starts with, so the near miss is plain.
+                #expect(error.message.contains(#"starts with "STOWLOG\n""#), "\(error)")
+                #expect(error.message.contains("zero byte"), "\(error)")
+            }
         }
         #expect(try Data(contentsOf: directory.storeURL) == Data(bytes))
     }

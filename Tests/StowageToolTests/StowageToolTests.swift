@@ -181,6 +181,8 @@ struct StowageToolTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         _ = FileManager.default.createFile(atPath: directory.appendingPathComponent("empty").path, contents: Data())
         try Data("hello, world\n".utf8).write(to: directory.appendingPathComponent("notes.txt"))
+        // The magic's letters with a newline where its zero byte goes.
+        try Data("STOWLOG\nhello\n".utf8).write(to: directory.appendingPathComponent("magic.txt"))
         try Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 13]).write(
             to: directory.appendingPathComponent("image.png"))
         try Data("{\"name\": \"not a store\"}\n".utf8).write(to: directory.appendingPathComponent("other.json"))
@@ -190,11 +192,12 @@ struct StowageToolTests {
         try Tool.golden("inspect-empty", ["inspect", "empty"], in: directory, status: 1)
         try Tool.golden("verify-text-file", ["verify", "notes.txt"], in: directory, status: 1)
         try Tool.golden("dump-png", ["dump", "image.png"], in: directory, status: 1)
+        try Tool.golden("verify-magic-as-text", ["verify", "magic.txt"], in: directory, status: 1)
         try Tool.golden("inspect-other-json", ["inspect", "other.json"], in: directory, status: 1)
         try Tool.golden("inspect-future-version", ["inspect", "future.stowlog"], in: directory, status: 1)
         try Tool.golden("inspect-missing", ["inspect", "no-such-file"], in: directory, status: 1)
         // No command writes to a file that is not a store, not even recover and compact.
-        for name in ["empty", "notes.txt", "image.png", "other.json", "future.stowlog"] {
+        for name in ["empty", "notes.txt", "magic.txt", "image.png", "other.json", "future.stowlog"] {
             let url = directory.appendingPathComponent(name)
             let before = try Data(contentsOf: url)
             for command in ["inspect", "verify", "dump", "history", "recover", "compact"] {
@@ -206,7 +209,7 @@ struct StowageToolTests {
             #expect(try Data(contentsOf: url) == before)
         }
         let left = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
-        #expect(left == ["empty", "future.stowlog", "image.png", "notes.txt", "other.json"])
+        #expect(left == ["empty", "future.stowlog", "image.png", "magic.txt", "notes.txt", "other.json"])
     }
 
     @Test func everyCommandSurvivesEveryTruncation() throws {

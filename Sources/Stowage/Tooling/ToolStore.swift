@@ -259,8 +259,8 @@ extension ToolStore {
         }
         throw ToolFailure(
             .notAStore,
-            "\(path) is not a Stowage store: it starts with neither the log magic \"STOWLOG\" "
-                + "nor a stowage-json document")
+            "\(path) is not a Stowage store: it starts with \(LogFormat.describeStart(first)), neither the log "
+                + "magic (\"STOWLOG\" and a zero byte) nor a stowage-json document")
     }
 
     /// The file's format alone, for commands that go on differently by format.

@@ -42,6 +42,25 @@ enum LogFormat {
         case damaged(String)
     }
 
+    /// The first bytes of a file (up to the magic's 8), quoted with anything unprintable
+    /// escaped, for an error that says what was found instead of the magic.
+    static func describeStart(_ bytes: [UInt8]) -> String {
+        var text = "\""
+        for byte in bytes.prefix(magic.count) {
+            switch byte {
+            case 0: text += "\\0"
+            case 0x0A: text += "\\n"
+            case 0x0D: text += "\\r"
+            case 0x09: text += "\\t"
+            case 0x22: text += "\\\""
+            case 0x5C: text += "\\\\"
+            case 0x20...0x7E: text.unicodeScalars.append(Unicode.Scalar(byte))
+            default: text += "\\x" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return text + "\""
+    }
+
     /// Checks the first bytes of a file (up to 32 of them; `fileSize` is the whole file's).
     static func decodeFileHeader(_ bytes: [UInt8], fileSize: Int64) -> Result<FileHeader, HeaderProblem> {
         if fileSize == 0 {
@@ -49,7 +68,10 @@ enum LogFormat {
         }
         let prefix = min(bytes.count, magic.count)
         guard bytes.count > 0, Array(bytes[0..<prefix]) == Array(magic[0..<prefix]) else {
-            return .failure(.wrongFormat("the file does not start with the Stowage log magic \"STOWLOG\""))
+            return .failure(
+                .wrongFormat(
+                    "the file starts with \(describeStart(bytes)), not the Stowage log magic \"STOWLOG\" and a zero byte"
+                ))
         }
         guard bytes.count >= fileHeaderSize else {
             return .failure(
