@@ -38,7 +38,8 @@ struct PackingList {
         let args = Array(words.dropFirst())
         switch command {
         case "add":
-            guard args.count >= 2 else { throw Failure.usage("add TRIP ITEM [CATEGORY]") }
+            guard args.count >= 2, args.prefix(3).allSatisfy({ !$0.trimmingCharacters(in: .whitespaces).isEmpty })
+            else { throw Failure.usage("add TRIP ITEM [CATEGORY], each a name that is not blank") }
             let category = args.count > 2 ? args[2] : PackingItem.categories[0]
             let trip = try trip(named: args[0], create: true)
             let item = PackingItem(name: args[1], category: category, trip: trip)
