@@ -7,7 +7,7 @@ import Foundation
 // also names a node it cannot compile.
 
 /// A node whose whole subtree compiles without dynamic casts.
-protocol FastQueryCompilable {
+protocol FastQueryCompilable: SendableMetatype {
     func compileFast(into compiler: inout PredicateCompiler) throws -> (QueryExpression, PredicateCompiler.Kind)
 }
 

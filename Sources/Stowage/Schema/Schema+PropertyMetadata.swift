@@ -64,7 +64,7 @@ extension Schema {
 }
 
 /// Lets code that only has an `Any` find out whether it holds an `Optional`.
-protocol _OptionalValue {
+protocol _OptionalValue: SendableMetatype {
     var _wrapped: Any? { get }
     static var _wrappedType: Any.Type { get }
     static var _none: Self { get }
