@@ -59,3 +59,29 @@ struct GenericHolder<Content> {
     nested.name += " a generic type"
     #expect(nested.name == "inside a generic type")
 }
+
+/// A generic model class whose property has the generic type: the schema must describe
+/// it through the builder for Codable values, so that it saves and reads back without a
+/// transformer. (A `SendableMetatype` constraint on that builder once made such a property
+/// pick the builder for non-Codable values instead.)
+@Model
+final class Labelled<Content: Codable> {
+    var label: String
+    var content: Content
+
+    init(label: String, content: Content) {
+        self.label = label
+        self.content = content
+    }
+}
+
+@Test func aGenericModelsCodablePropertySavesAndReadsBack() throws {
+    let container = try ModelContainer(
+        for: Labelled<[Int]>.self, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+    let context = ModelContext(container)
+    context.insert(Labelled(label: "primes", content: [2, 3, 5, 7]))
+    try context.save()
+    let read = try ModelContext(container).fetch(FetchDescriptor<Labelled<[Int]>>())
+    #expect(read.map(\.label) == ["primes"])
+    #expect(read.first?.content == [2, 3, 5, 7])
+}
