@@ -69,6 +69,25 @@ struct LogFaultTests {
         return calls
     }
 
+    /// The error a failed save throws says what the store was doing and, in the same line,
+    /// what the system said: on a full disk, "No space left on device".
+    @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync])
+    func aFailedSaveSaysWhatFailedAndWhy(operation: FaultInjectingFileSystem.Operation) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let fs = FaultInjectingFileSystem()
+        let store = try LogTest.open(directory.storeURL, fileSystem: fs)
+        fs.arm(operation, failOn: 1)
+        do {
+            try LogTest.insertTrip(store, "A")
+            Issue.record("the save should have failed")
+        } catch let error as DataStoreError {
+            let text = String(describing: error)
+            #expect(text.contains("injected \(operation.rawValue) failure"), "\(text)")
+            #expect(text.hasPrefix("DataStoreError.ioFailure: "), "\(text)")
+        }
+    }
+
     @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync, .rename, .syncDirectory])
     func aFailureWhileCreatingLeavesNoStoreOrAWholeOne(operation: FaultInjectingFileSystem.Operation) throws {
         let directory = LogTestDirectory.fresh()

@@ -107,7 +107,15 @@ public struct DataStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     public static func ~= (pattern: DataStoreError, value: any Error) -> Bool {
         (value as? DataStoreError)?.code == pattern.code
     }
-    public var description: String { "DataStoreError.\(code): \(message)" }
+    /// The code and message, then the underlying error's own words when the message does not
+    /// already hold them: "writing a commit record … failed; nothing was saved (pwrite
+    /// failed: No space left on device (errno 28))".
+    public var description: String {
+        let text = "DataStoreError.\(code): \(message)"
+        guard let underlying else { return text }
+        let cause = (underlying as? DataStoreError)?.message ?? String(describing: underlying)
+        return cause.isEmpty || message.contains(cause) ? text : "\(text) (\(cause))"
+    }
 
     /// The store does not support what was asked.
     public static let unsupportedFeature = DataStoreError(.unsupportedFeature, "")
