@@ -37,6 +37,27 @@ enum JSONStoreTesting {
 struct JSONStoreTests {
     typealias T = JSONStoreTesting
 
+    /// Through a symbolic link, a save replaces the file the link leads to (its temporary
+    /// file and rename beside that file), the link stays a link, and an open through the
+    /// target is locked out while the store is open.
+    @Test func aStoreOpenedThroughALinkSavesIntoTheFileItLeadsTo() throws {
+        let url = JSONTest.freshURL()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        try JSONTest.open(url, schema: T.schema).close()
+        let links = url.deletingLastPathComponent().appendingPathComponent("links", isDirectory: true)
+        try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
+        let link = links.appendingPathComponent("linked.json")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: url)
+        let store = try JSONTest.open(link, schema: T.schema)
+        #expect(throws: DataStoreError.storeLocked) { _ = try JSONTest.open(url, schema: T.schema) }
+        try JSONTest.save(store, inserted: [T.trip("A")])
+        let kind = try FileManager.default.attributesOfItem(atPath: link.path)[.type] as? FileAttributeType
+        #expect(kind == .typeSymbolicLink, "the save replaced the link with a file")
+        store.close()
+        #expect(try T.names(try JSONTest.open(url, schema: T.schema)) == ["A"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: links.path) == ["linked.json"])
+    }
+
     @Test func aSaveSurvivesReopeningWithStableIdentifiers() throws {
         let url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }

@@ -183,6 +183,36 @@ struct LogStoreTests {
         #expect(try store.allSnapshots(of: "Sample") == before)
     }
 
+    /// A store opened through a symbolic link is the file the link leads to: an open through
+    /// the target is locked out (with a lock beside each name both could write), and a
+    /// compaction replaces the file, leaving the link a link.
+    @Test func aStoreOpenedThroughALinkIsTheFileItLeadsTo() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let elsewhere = directory.url.appendingPathComponent("links", isDirectory: true)
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let link = elsewhere.appendingPathComponent("linked.stowlog")
+        let real = directory.storeURL
+        try LogTest.open(real).close()
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+
+        let store = try LogTest.open(link)
+        for i in 0..<6 { try LogTest.insertTrip(store, "T\(i)") }
+        do {
+            _ = try LogTest.open(real)
+            Issue.record("an open through the link's target should be locked out")
+        } catch let error as DataStoreError {
+            #expect(error.code == .storeLocked, "\(error)")
+        }
+        try store.compact()
+        let kind = try FileManager.default.attributesOfItem(atPath: link.path)[.type] as? FileAttributeType
+        #expect(kind == .typeSymbolicLink, "compaction replaced the link with a file")
+        #expect(!FileManager.default.fileExists(atPath: link.path + ".lock"))
+        store.close()
+        let reopened = try LogTest.open(real)
+        #expect(try LogTest.tripNames(reopened).sorted() == (0..<6).map { "T\($0)" })
+    }
+
     @Test func aSecondOpenInTheSameProcessIsLocked() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }

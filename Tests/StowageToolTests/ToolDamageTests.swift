@@ -72,3 +72,34 @@ struct ToolDamageTests {
         }
     }
 }
+
+/// `compact` and `recover` given a symbolic link work on the file it leads to, as a store
+/// opened through the link does: the link stays a link, and the lock is the real file's.
+@Test func compactAndRecoverThroughALinkKeepTheLink() throws {
+    let directory = try Tool.scratchDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let real = try Tool.copySample("trips-v5.stowlog", to: directory, as: "real.stowlog")
+    let links = directory.appendingPathComponent("links", isDirectory: true)
+    try FileManager.default.createDirectory(at: links, withIntermediateDirectories: true)
+    let link = links.appendingPathComponent("link.stowlog")
+    try FileManager.default.createSymbolicLink(at: link, withDestinationURL: real)
+    func isLink() throws -> Bool {
+        try FileManager.default.attributesOfItem(atPath: link.path)[.type] as? FileAttributeType == .typeSymbolicLink
+    }
+    let before = try Data(contentsOf: real)
+    let compact = try Tool.run(["compact", "links/link.stowlog"], in: directory)
+    #expect(compact.status == 0, "\(compact.transcript)")
+    #expect(try isLink(), "compact replaced the link with a file")
+    #expect(try Data(contentsOf: real).count < before.count, "the real file was not compacted")
+    #expect(try Tool.run(["verify", "real.stowlog"], in: directory).status == 0)
+
+    // A torn tail, cut through the link: the backup and the cut are the real file's.
+    let whole = try Data(contentsOf: real)
+    try whole.dropLast(3).write(to: real)
+    let recover = try Tool.run(["recover", "links/link.stowlog"], in: directory)
+    #expect(recover.status == 0, "\(recover.transcript)")
+    #expect(try isLink(), "recover replaced the link with a file")
+    #expect(try Tool.run(["verify", "real.stowlog"], in: directory).status == 0)
+    let names = try FileManager.default.contentsOfDirectory(atPath: links.path)
+    #expect(names == ["link.stowlog"], "recover left files beside the link: \(names)")
+}

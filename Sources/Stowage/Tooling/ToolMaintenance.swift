@@ -42,9 +42,11 @@ package enum ToolMaintenance {
     /// copies the file to `backup` (synced) and only then truncates it and syncs it. A
     /// whole log, and any JSON document, are left as they are.
     /// - Parameter backup: The backup's path; by default `<file>.bak-<UTC time>`.
-    package static func recover(path: String, backup: String? = nil, now: Date = Date()) throws(ToolFailure)
+    package static func recover(path given: String, backup: String? = nil, now: Date = Date()) throws(ToolFailure)
         -> ToolRecovery
     {
+        // Through a link, the lock and the cut are the real file's (as when a store opens).
+        let path = StorePath.followingLink(given)
         let format = try ToolStore.format(ofFileAt: path)
         let lock = try ToolFileOperations.lock(path)
         defer { ToolFileOperations.unlock(lock) }
@@ -100,9 +102,11 @@ package enum ToolMaintenance {
     /// The new file is read back and compared with the old one's live records before the
     /// rename. It holds the store's lock throughout, and refuses a damaged log.
     /// - Parameter progress: Called with the live records written so far and their total.
-    package static func compact(path: String, progress: (Int, Int) -> Void = { _, _ in }) throws(ToolFailure)
+    package static func compact(path given: String, progress: (Int, Int) -> Void = { _, _ in }) throws(ToolFailure)
         -> ToolCompaction
     {
+        // Through a link, the new file replaces the real one, not the link.
+        let path = StorePath.followingLink(given)
         let format = try ToolStore.format(ofFileAt: path)
         let lock = try ToolFileOperations.lock(path)
         defer { ToolFileOperations.unlock(lock) }

@@ -44,7 +44,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         guard let schema = configuration.schema else {
             throw DataStoreError(.unsupportedFeature, "a JSONStoreConfiguration needs a schema")
         }
-        let url = configuration.fileURL.standardizedFileURL
+        let url = URL(fileURLWithPath: StorePath.followingLink(configuration.fileURL.standardizedFileURL.path))
         self.configuration = configuration
         self.schema = schema
         self.fs = configuration.fileSystem

@@ -126,7 +126,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         guard let schema = configuration.schema else {
             throw DataStoreError(.unsupportedFeature, "a LogStoreConfiguration needs a schema")
         }
-        let url = configuration.url.standardizedFileURL
+        let url = URL(fileURLWithPath: StorePath.followingLink(configuration.url.standardizedFileURL.path))
         let opened = try Self.open(
             path: url.path, directory: url.deletingLastPathComponent().path, schema: schema,
             configuration: configuration)
