@@ -451,35 +451,30 @@ struct BlockCache {
     /// decoded. It copies out the one snapshot, not the block (whose every array a copy would
     /// retain and release again for every read the cache answers).
     mutating func decodedWrite(_ offset: Int64, slot: Int) -> DefaultSnapshot? {
-        let i: Int
-        if head >= 0, nodes[head].offset == offset {
-            i = head
-        } else if scanned?.offset == offset {
-            guard let decoded = scanned?.block.decoded, slot < decoded.count else { return nil }
-            return decoded[slot]
-        } else {
-            guard let found = byOffset[StoreNumber(offset)] else { return nil }
-            if head != found {
-                unlink(found)
-                pushFront(found)
-            }
-            i = found
+        if let i = use(offset) {
+            guard slot < nodes[i].block.decoded.count else { return nil }
+            return nodes[i].block.decoded[slot]
         }
-        guard slot < nodes[i].block.decoded.count else { return nil }
-        return nodes[i].block.decoded[slot]
+        guard scanned?.offset == offset, let decoded = scanned?.block.decoded, slot < decoded.count else { return nil }
+        return decoded[slot]
     }
 
     mutating func get(_ offset: Int64) -> CachedBlock? {
-        // Reads in key order stay in one block for a while: the most recent one needs no
-        // look-up.
-        if head >= 0, nodes[head].offset == offset { return nodes[head].block }
+        if let i = use(offset) { return nodes[i].block }
         if scanned?.offset == offset, let block = scanned?.block { return block }
+        return nil
+    }
+
+    /// Where the block at `offset` is among the blocks by use, after moving it to the
+    /// front; `nil` when it is not one of them (the scanned block never is: ``put(_:_:)``
+    /// drops it when its offset is cached). Reads in key order stay in one block for a
+    /// while: the most recent one needs no look-up.
+    private mutating func use(_ offset: Int64) -> Int? {
+        if head >= 0, nodes[head].offset == offset { return head }
         guard let i = byOffset[StoreNumber(offset)] else { return nil }
-        if head != i {
-            unlink(i)
-            pushFront(i)
-        }
-        return nodes[i].block
+        unlink(i)
+        pushFront(i)
+        return i
     }
 
     /// Caches a block, then evicts from the least recently used end until within the
