@@ -124,5 +124,58 @@ public final class FaultInjectingFileSystem: LogFileSystem {
 
     public func remove(_ path: String) throws { try base.remove(path) }
     public func lock(_ fd: Int32) throws -> Bool { try base.lock(fd) }
+    public func sharedLock(_ fd: Int32) throws -> Bool { try base.sharedLock(fd) }
     public func close(_ fd: Int32) { base.close(fd) }
+}
+
+/// The real file system, made read-only as a read-only mount would be: opening a file
+/// other than for reading only, and every write, sync, truncate, rename, directory sync
+/// and removal, fails with "Read-only file system" and is recorded. Lets a test that runs
+/// as root (whom file modes do not stop) prove that a store changes nothing.
+public final class ReadOnlyFileSystem: LogFileSystem {
+    private let base = POSIXLogFileSystem()
+    private let refused = Mutex<[String]>([])
+
+    public init() {}
+
+    /// Every refused call, as "operation path-or-descriptor", in order.
+    public var refusedCalls: [String] { refused.withLock { $0 } }
+
+    private func refuse(_ call: String) -> DataStoreError {
+        refused.withLock { $0.append(call) }
+        return DataStoreError(.ioFailure, "\(call) failed: Read-only file system (errno 30)")
+    }
+
+    public func open(_ path: String, mode: LogOpenMode) throws -> Int32? {
+        guard mode == .readOnly else { throw refuse("open(\(mode)) \(path)") }
+        return try base.open(path, mode: mode)
+    }
+    public func size(_ fd: Int32) throws -> Int64 { try base.size(fd) }
+    public func size(ofFileAt path: String) throws -> Int64? { try base.size(ofFileAt: path) }
+    public func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8] {
+        try base.read(fd, count: count, at: offset)
+    }
+    public func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) throws { throw refuse("write \(fd)") }
+    public func sync(_ fd: Int32) throws { throw refuse("sync \(fd)") }
+    public func truncate(_ fd: Int32, to length: Int64) throws { throw refuse("truncate \(fd)") }
+    public func rename(_ from: String, to: String) throws { throw refuse("rename \(from)") }
+    public func syncDirectory(_ path: String) throws { throw refuse("syncDirectory \(path)") }
+    public func remove(_ path: String) throws { throw refuse("remove \(path)") }
+    public func lock(_ fd: Int32) throws -> Bool { try base.lock(fd) }
+    public func sharedLock(_ fd: Int32) throws -> Bool { try base.sharedLock(fd) }
+    public func close(_ fd: Int32) { base.close(fd) }
+}
+
+/// Every file under `directory` (recursively) with its bytes, keyed by relative path:
+/// for checking that something left a directory exactly as it was.
+public func directoryContents(_ directory: URL) -> [String: Data] {
+    var contents: [String: Data] = [:]
+    guard let enumerator = FileManager.default.enumerator(atPath: directory.path) else { return contents }
+    while let relative = enumerator.nextObject() as? String {
+        let url = directory.appendingPathComponent(relative)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else { continue }
+        contents[relative] = isDirectory.boolValue ? Data("<directory>".utf8) : (try? Data(contentsOf: url))
+    }
+    return contents
 }

@@ -309,6 +309,7 @@ private final class BlobReadCountingFileSystem: LogFileSystem {
     func syncDirectory(_ path: String) throws { try base.syncDirectory(path) }
     func remove(_ path: String) throws { try base.remove(path) }
     func lock(_ fd: Int32) throws -> Bool { try base.lock(fd) }
+    func sharedLock(_ fd: Int32) throws -> Bool { try base.sharedLock(fd) }
     func close(_ fd: Int32) {
         state.withLock { _ = $0.blobs.remove(fd) }
         base.close(fd)

@@ -5,7 +5,7 @@ import Foundation
 /// `ModelConfiguration(isStoredInMemoryOnly: true)` gives a ``MemoryStore``. A
 /// configuration with a URL, or none, opens the default on-disk store, a ``LogStore``
 /// (at `url`, or at `<name>.store` in ``defaultDirectory``), creating its directory and
-/// file when they do not exist. It uses the log store's defaults: `.full` durability and
+/// file when they do not exist (unless `allowsSave` is `false`). It uses the log store's defaults: `.full` durability and
 /// point-in-time recovery; open a ``LogStoreConfiguration`` to choose others.
 public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     public typealias Store = LogStore
@@ -30,7 +30,10 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     public var schema: Schema?
     /// Whether the store lives in memory only.
     public let isStoredInMemoryOnly: Bool
-    /// Whether contexts may save to the store.
+    /// Whether contexts may save to the store. `false` opens the on-disk store read-only
+    /// (``LogStoreConfiguration/allowsSave``): a missing file is an error rather than
+    /// created, and nothing is written, so a store in a directory the process cannot write
+    /// still opens. A context's save with changes for it throws `unsupportedFeature`.
     public let allowsSave: Bool
     /// Where the on-disk store lives.
     public let url: URL
@@ -77,6 +80,11 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
         if isStoredInMemoryOnly {
             return try MemoryStore(
                 MemoryStoreConfiguration(name: name, schema: self.schema ?? schema), migrationPlan: migrationPlan)
+        }
+        guard allowsSave else {
+            return try LogStore(
+                LogStoreConfiguration(name: name, schema: self.schema ?? schema, url: url, allowsSave: false),
+                migrationPlan: migrationPlan)
         }
         let directory = url.deletingLastPathComponent()
         do {

@@ -67,7 +67,7 @@ struct LogExternalFiles: Sendable {
     /// - Throws: `corruptStore` naming the file when it is missing or differs.
     func read(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws -> Data {
         let path = path(reference.fileName(entityIndex: entityIndex, primaryKey: key))
-        guard let fd = try fs.open(path, mode: .existing) else {
+        guard let fd = try fs.open(path, mode: .readOnly) else {
             throw Self.damaged(reference, path: path, entity: entity, key: key, "is missing")
         }
         defer { fs.close(fd) }

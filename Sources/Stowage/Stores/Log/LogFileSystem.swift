@@ -21,6 +21,8 @@ public enum LogOpenMode: Sendable {
     case createNew
     /// The file, created with mode 0600 if missing.
     case createOrOpen
+    /// An existing file, for reading only (`O_RDONLY`); `nil` when there is none.
+    case readOnly
 }
 
 /// The file operations the log store makes, so that tests can make any of them fail.
@@ -28,7 +30,8 @@ public enum LogOpenMode: Sendable {
 /// Every failure is a ``DataStoreError`` with code `.ioFailure`. ``POSIXLogFileSystem`` is
 /// the real one; the tests' fault-injecting one wraps it.
 public protocol LogFileSystem: Sendable {
-    /// Opens a file for reading and writing (close-on-exec).
+    /// Opens a file for reading and writing, or for reading only with `.readOnly`
+    /// (close-on-exec).
     func open(_ path: String, mode: LogOpenMode) throws -> Int32?
     /// The file's size in bytes.
     func size(_ fd: Int32) throws -> Int64
@@ -51,6 +54,8 @@ public protocol LogFileSystem: Sendable {
     func remove(_ path: String) throws
     /// An exclusive, non-blocking `flock`: `false` when someone else holds it.
     func lock(_ fd: Int32) throws -> Bool
+    /// A shared, non-blocking `flock`: `false` when someone holds it exclusively.
+    func sharedLock(_ fd: Int32) throws -> Bool
     /// `close`.
     func close(_ fd: Int32)
 }
@@ -71,12 +76,13 @@ public struct POSIXLogFileSystem: LogFileSystem {
         case .existing: break
         case .createNew: flags |= O_CREAT | O_EXCL
         case .createOrOpen: flags |= O_CREAT
+        case .readOnly: flags = O_RDONLY | O_CLOEXEC
         }
         while true {
             let fd = posixOpen(path, flags, mode_t(0o600))
             if fd >= 0 { return fd }
             if errno == EINTR { continue }
-            if errno == ENOENT && mode == .existing { return nil }
+            if errno == ENOENT && (mode == .existing || mode == .readOnly) { return nil }
             throw Self.failure("open", path)
         }
     }
@@ -160,11 +166,15 @@ public struct POSIXLogFileSystem: LogFileSystem {
         guard unlink(path) == 0 || errno == ENOENT else { throw Self.failure("unlink", path) }
     }
 
-    public func lock(_ fd: Int32) throws -> Bool {
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+    public func lock(_ fd: Int32) throws -> Bool { try Self.flockNonBlocking(fd, LOCK_EX) }
+
+    public func sharedLock(_ fd: Int32) throws -> Bool { try Self.flockNonBlocking(fd, LOCK_SH) }
+
+    private static func flockNonBlocking(_ fd: Int32, _ operation: Int32) throws -> Bool {
+        while flock(fd, operation | LOCK_NB) != 0 {
             if errno == EINTR { continue }
             if errno == EWOULDBLOCK { return false }
-            throw Self.failure("flock", nil)
+            throw failure("flock", nil)
         }
         return true
     }
@@ -176,7 +186,7 @@ public struct POSIXLogFileSystem: LogFileSystem {
 
 extension LogFileSystem {
     public func size(ofFileAt path: String) throws -> Int64? {
-        guard let fd = try open(path, mode: .existing) else { return nil }
+        guard let fd = try open(path, mode: .readOnly) else { return nil }
         defer { close(fd) }
         return try size(fd)
     }
@@ -192,33 +202,58 @@ extension LogFileSystem {
     /// takes its exclusive lock, for every store that keeps one file. Returns the lock's
     /// descriptor; the caller closes it when the store closes or its open fails.
     ///
+    /// With `shared` (a store opened read-only), it creates nothing it can do without: it
+    /// takes a shared lock, which other read-only openers share and a writer excludes, on
+    /// the lock file opened for reading, creating the file only when there is none. When
+    /// the file can be neither opened nor created (a read-only directory or file system,
+    /// or a lock file that only its owner may read), it returns -1: no lock. Then only a
+    /// writer allowed to write where this opener may not can open the store meanwhile.
+    ///
     /// A process forked by this one (to exec something else) holds a copy of the
     /// descriptor, and so the lock, until it execs, so the lock is retried for ~100 ms.
     /// - Throws: ``DataStoreError`` `.storeLocked` when another opener holds it (another
     ///   process, or another container in this one); `.ioFailure` otherwise.
-    func lockStore(path: String, directory: String, kind: String) throws -> Int32 {
-        if !FileManager.default.fileExists(atPath: directory) {
-            do {
-                try FileManager.default.createDirectory(
-                    atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw DataStoreError(.ioFailure, "cannot create the directory \(directory) for the \(kind): \(error)")
+    func lockStore(path: String, directory: String, kind: String, shared: Bool = false) throws -> Int32 {
+        let lockPath = path + ".lock"
+        let lockFD: Int32
+        if shared {
+            if let existing = try? open(lockPath, mode: .readOnly) {
+                lockFD = existing
+            } else if let created = try? open(lockPath, mode: .createOrOpen) {
+                lockFD = created
+            } else {
+                return -1
             }
-        }
-        guard let lockFD = try open(path + ".lock", mode: .createOrOpen) else {
-            throw DataStoreError(.ioFailure, "cannot open the lock file \(path).lock")
+        } else {
+            if !FileManager.default.fileExists(atPath: directory) {
+                do {
+                    try FileManager.default.createDirectory(
+                        atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                } catch {
+                    throw DataStoreError(
+                        .ioFailure, "cannot create the directory \(directory) for the \(kind): \(error)")
+                }
+            }
+            guard let fd = try open(lockPath, mode: .createOrOpen) else {
+                throw DataStoreError(.ioFailure, "cannot open the lock file \(lockPath)")
+            }
+            lockFD = fd
         }
         do {
-            var locked = try lock(lockFD)
+            let take = { try shared ? self.sharedLock(lockFD) : self.lock(lockFD) }
+            var locked = try take()
             for _ in 0..<20 where !locked {
                 usleep(5_000)
-                locked = try lock(lockFD)
+                locked = try take()
             }
             guard locked else {
                 throw DataStoreError(
                     .storeLocked,
-                    "the \(kind) at \(path) is open elsewhere (another process, or another container in this "
-                        + "one); close it there first")
+                    shared
+                        ? "the \(kind) at \(path) is open for writing elsewhere (another process, or another "
+                            + "container in this one); close it there first"
+                        : "the \(kind) at \(path) is open elsewhere (another process, or another container in "
+                            + "this one, writing or reading); close it there first")
             }
             return lockFD
         } catch {

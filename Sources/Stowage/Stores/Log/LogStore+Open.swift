@@ -24,11 +24,36 @@ extension LogStore {
         return UInt64.random(in: 1...UInt64.max)
     }
 
-    /// Locks, then opens or creates the file, then replays it.
+    /// Locks, then opens or creates the file, then replays it. A read-only store
+    /// (`allowsSave` false) takes a shared lock, opens the file for reading only and never
+    /// creates it.
     static func open(
         path: String, directory: String, schema: Schema, configuration: LogStoreConfiguration
     ) throws -> Opened {
         let fs = configuration.fileSystem
+        if !configuration.allowsSave {
+            let missing = DataStoreError(
+                .ioFailure,
+                "there is no log store at \(path); a store opened read-only (allowsSave: false) is never created")
+            // Looked for before the lock, so that a missing store leaves nothing behind, not
+            // even a lock file; opened after it, so that it is the file the last writer left.
+            guard try fs.size(ofFileAt: path) != nil else { throw missing }
+            let lockFD = try fs.lockStore(path: path, directory: directory, kind: "log store", shared: true)
+            do {
+                guard let fd = try fs.open(path, mode: .readOnly) else { throw missing }
+                do {
+                    return try openExisting(
+                        fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema,
+                        configuration: configuration)
+                } catch {
+                    fs.close(fd)
+                    throw error
+                }
+            } catch {
+                if lockFD >= 0 { fs.close(lockFD) }
+                throw error
+            }
+        }
         let lockFD = try fs.lockStore(path: path, directory: directory, kind: "log store")
         do {
             // A compaction that did not reach its rename leaves this behind; the lock is ours.
@@ -243,10 +268,13 @@ extension LogStore {
                     "\(path) is damaged at offset \(offset): \(damage); strict recovery refuses to open it "
                         + "(the file is unchanged; point-in-time recovery would keep the first \(offset) bytes)")
             }
-            try fs.truncate(fd, to: offset)
-            try fs.sync(fd)
+            if configuration.allowsSave {
+                try fs.truncate(fd, to: offset)
+                try fs.sync(fd)
+            }
             report = RecoveryReport(
-                validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits)
+                validLength: offset, droppedBytes: size - offset, reason: damage, commitsReplayed: commits,
+                leftInFile: !configuration.allowsSave)
         }
         // Version 4 records are read back through a reader of their own descriptor.
         var reader: LogRecordReader?
@@ -322,15 +350,18 @@ extension LogStore {
                 }
             }
         }
-        files.collectGarbage(
-            keeping: Set(external.map { $0.value.fileName(entityIndex: $0.key.entity, primaryKey: $0.key.key) }))
+        if configuration.allowsSave {
+            files.collectGarbage(
+                keeping: Set(external.map { $0.value.fileName(entityIndex: $0.key.entity, primaryKey: $0.key.key) }))
+        }
 
         var writer = WriterState(
             fd: fd, lockFD: lockFD, salt: header.salt, generation: header.generation, end: offset,
             nextTransactionID: lastTransaction + 1)
         writer.dataStart = commitsStart
         // A reserved zero tail stays: the next saves write into it.
-        writer.fileSize = report == nil ? size : offset
+        writer.fileSize = report == nil || !configuration.allowsSave ? size : offset
+        if !configuration.allowsSave { writer.unusable = "it was opened read-only (allowsSave: false)" }
         writer.versions = versions
         writer.formatVersion = header.version
         writer.checkpointBytes = checkpointBytes
@@ -338,7 +369,8 @@ extension LogStore {
         writer.lastCheckpointEnd = checkpointEnd
         writer.lastCommitTransaction = commits > 0 ? lastTransaction : 0
         writer.external = external
-        let needsUpgrade = header.version == 1 && live.hasExternalValues
+        // A read-only store reads a version 1 file as it is: its values are all inline.
+        let needsUpgrade = header.version == 1 && live.hasExternalValues && configuration.allowsSave
         let description = needsUpgrade ? stored.withExternalFlags(of: live) : stored
         return Opened(
             table: table

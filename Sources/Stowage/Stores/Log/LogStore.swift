@@ -104,17 +104,34 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     /// What opening found when the end of the log was torn or damaged.
     public struct RecoveryReport: Sendable, Hashable, CustomStringConvertible {
-        /// The bytes kept: the file's length after recovery.
+        /// The bytes kept: the file's length after recovery, or, when ``leftInFile``, the
+        /// length of the prefix that was read.
         public let validLength: Int64
-        /// The bytes cut off the end.
+        /// The bytes cut off the end, or, when ``leftInFile``, left unread at the end.
         public let droppedBytes: Int64
         /// What was wrong at `validLength`.
         public let reason: String
         /// The commits replayed from the valid prefix.
         public let commitsReplayed: Int
+        /// Whether the dropped bytes are still in the file: a store opened read-only
+        /// (``LogStoreConfiguration/allowsSave`` `false`) reads the valid prefix and cuts
+        /// nothing. The next store to open the file for writing cuts them off. Stowage's
+        /// addition.
+        public let leftInFile: Bool
+
+        init(validLength: Int64, droppedBytes: Int64, reason: String, commitsReplayed: Int, leftInFile: Bool = false) {
+            self.validLength = validLength
+            self.droppedBytes = droppedBytes
+            self.reason = reason
+            self.commitsReplayed = commitsReplayed
+            self.leftInFile = leftInFile
+        }
 
         public var description: String {
-            "kept \(validLength) bytes (\(commitsReplayed) commits), dropped \(droppedBytes): \(reason)"
+            leftInFile
+                ? "read \(validLength) bytes (\(commitsReplayed) commits), ignored the last \(droppedBytes), "
+                    + "left in the file (read-only): \(reason)"
+                : "kept \(validLength) bytes (\(commitsReplayed) commits), dropped \(droppedBytes): \(reason)"
         }
     }
 
@@ -180,10 +197,13 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             try? settlePending(&w)
             checkpointOnClose(&w)
             // A closed file ends at its last record. Not synced: after a crash the reserved
-            // zeros may come back, and they read as the end of the log.
-            if w.fileSize > w.end, (try? fs.truncate(w.fd, to: w.end)) != nil { w.fileSize = w.end }
+            // zeros may come back, and they read as the end of the log. A read-only store
+            // leaves the file as it found it.
+            if configuration.allowsSave, w.fileSize > w.end, (try? fs.truncate(w.fd, to: w.end)) != nil {
+                w.fileSize = w.end
+            }
             fs.close(w.fd)
-            fs.close(w.lockFD)
+            if w.lockFD >= 0 { fs.close(w.lockFD) }
             w.closed = true
             if w.unusable == nil { w.unusable = "the store was closed" }
         }
@@ -615,6 +635,33 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     public var url: URL
     public var durability: Durability
     public var recovery: Recovery
+    /// Whether the store may be written. `false` opens it read-only, as SwiftData's
+    /// `ModelConfiguration(allowsSave: false)` does: for a store that the process may
+    /// not or should not change, such as one installed with an app or on a read-only file
+    /// system. Such a store:
+    /// - opens the file for reading only, never creates it (a missing file is an
+    ///   `ioFailure`), and writes, truncates, renames and deletes nothing, not even
+    ///   external-value files no record refers to any longer;
+    /// - reads a damaged or torn end as point-in-time recovery does, up to the first bad
+    ///   record, but leaves those bytes in the file (``LogStore/RecoveryReport/leftInFile``);
+    ///   strict recovery refuses it as before;
+    /// - refuses every save, ``LogStore/compact()`` and ``LogStore/checkpoint()`` with
+    ///   ``DataStoreError/storeUnusable``, and writes no checkpoint on closing;
+    /// - takes a shared lock on `<file>.lock`: any number of read-only openers at once,
+    ///   and none while a writer has the store open, nor a writer while they do (both get
+    ///   ``DataStoreError/storeLocked``). The lock file is created when missing and
+    ///   possible; where it can be neither opened for reading nor created (a read-only
+    ///   directory, or another user's lock file), the store opens without a lock, and a
+    ///   writer that may write there can then open the store too. The reader keeps
+    ///   reading the file as it was when opened, except that an external value the
+    ///   writer replaces can go missing (`corruptStore` on reading it).
+    /// - reads a format version 1 file as it is, rather than rewriting it as the current
+    ///   version.
+    ///
+    /// `ModelConfiguration(url:allowsSave: false)` opens a log store this way, as SwiftData
+    /// opens a bundled store read-only. The shared lock and what opening reports are
+    /// Stowage's own.
+    public var allowsSave: Bool = true
     /// When the store compacts itself; `nil` turns automatic compaction off.
     /// ``compact()`` works either way.
     public var automaticCompaction: AutomaticCompaction? = AutomaticCompaction()
@@ -711,13 +758,14 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
 
     public init(
         name: String? = nil, schema: Schema? = nil, url: URL, durability: Durability = .full,
-        recovery: Recovery = .pointInTime
+        recovery: Recovery = .pointInTime, allowsSave: Bool = true
     ) {
         self.name = name ?? url.deletingPathExtension().lastPathComponent
         self.schema = schema
         self.url = url
         self.durability = durability
         self.recovery = recovery
+        self.allowsSave = allowsSave
     }
 
     public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
