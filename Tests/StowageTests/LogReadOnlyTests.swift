@@ -287,6 +287,55 @@ struct LogReadOnlyTests {
     }
 }
 
+/// The JSON store opened with `allowsSave: false`.
+@Suite("JSONStore read-only")
+struct JSONReadOnlyTests {
+    typealias T = JSONStoreTesting
+
+    static func readOnly(_ url: URL, fileSystem: (any LogFileSystem)? = nil) throws -> JSONStore {
+        var configuration = JSONTest.configuration(url, schema: T.schema, fileSystem: fileSystem)
+        configuration.allowsSave = false
+        return try JSONStore(configuration, migrationPlan: nil)
+    }
+
+    @Test func aReadOnlyDocumentReadsAndChangesNothing() throws {
+        let url = JSONTest.freshURL()
+        let directory = url.deletingLastPathComponent()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let writer = try JSONTest.open(url, schema: T.schema)
+        try JSONTest.save(writer, inserted: [T.trip("A"), T.trip("B")])
+        // Readers are kept out while it is open.
+        #expect(throws: DataStoreError.storeLocked) { try Self.readOnly(url) }
+        writer.close()
+        // What a save that crashed before its rename leaves behind.
+        try Data("{".utf8).write(to: directory.appendingPathComponent("store.json.tmp-1f"))
+        let before = directoryContents(directory)
+
+        let fs = ReadOnlyFileSystem()
+        let store = try Self.readOnly(url, fileSystem: fs)
+        let second = try Self.readOnly(url)
+        #expect(try T.names(store) == ["A", "B"])
+        #expect(try T.names(second) == ["A", "B"])
+        let error = #expect(throws: DataStoreError.storeUnusable) { try JSONTest.save(store, inserted: [T.trip("C")]) }
+        #expect(error?.message.contains("read-only") == true)
+        #expect(throws: DataStoreError.storeLocked) { try JSONTest.open(url, schema: T.schema) }
+        store.close()
+        second.close()
+        #expect(fs.refusedCalls.isEmpty, "the read-only store tried \(fs.refusedCalls)")
+        #expect(directoryContents(directory) == before)
+        #expect(try T.names(try JSONTest.open(url, schema: T.schema)) == ["A", "B"])
+    }
+
+    @Test func aMissingDocumentIsNotCreatedReadOnly() throws {
+        let url = JSONTest.freshURL()
+        let directory = url.deletingLastPathComponent()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let error = #expect(throws: DataStoreError.ioFailure) { try Self.readOnly(url) }
+        #expect(error?.message.contains("never created") == true)
+        #expect(directoryContents(directory).isEmpty)
+    }
+}
+
 /// Runs code with this thread's file-system identity (`setfsuid`, `setfsgid`) set to
 /// `nobody`, so that file modes apply even to root; the identity is restored after.
 enum FileAccessIdentity {

@@ -15,7 +15,9 @@ import Synchronization
 ///   in-memory state change. A failure at any step leaves the previous document and the
 ///   store as they were. Prefer ``LogStore`` for large stores saved often.
 /// - One process at a time: an exclusive `flock` on `<file>.lock`; a second opener gets
-///   ``DataStoreError/storeLocked``.
+///   ``DataStoreError/storeLocked``. A store opened read-only
+///   (``JSONStoreConfiguration/allowsSave`` `false`) writes nothing and shares its lock
+///   with other read-only openers.
 public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     public let configuration: JSONStoreConfiguration
     public let identifier: String
@@ -37,7 +39,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     }
 
     /// Opens the document at the configuration's `fileURL`, creating it (and its
-    /// directory) if there is none.
+    /// directory) if there is none and `allowsSave` is `true`.
     /// - Throws: ``DataStoreError`` `.storeLocked`, `.wrongFormat`, `.corruptStore`,
     ///   `.schemaMismatch` or `.ioFailure`.
     public init(_ configuration: JSONStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
@@ -54,7 +56,11 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             path: path, directory: directory, schema: schema, configuration: configuration)
         self.identifier = table.storeIdentifier
         self.table = Mutex(table)
-        self.writer = Mutex(WriterState(lockFD: lockFD, lastSize: size))
+        self.writer = Mutex(
+            WriterState(
+                lockFD: lockFD,
+                unusable: configuration.allowsSave ? nil : "it was opened read-only (allowsSave: false)",
+                lastSize: size))
     }
 
     deinit {
@@ -66,7 +72,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     public func close() {
         writer.withLock { w in
             guard !w.closed else { return }
-            fs.close(w.lockFD)
+            if w.lockFD >= 0 { fs.close(w.lockFD) }
             w.closed = true
             if w.unusable == nil { w.unusable = "the store was closed" }
         }
@@ -78,6 +84,33 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         path: String, directory: String, schema: Schema, configuration: JSONStoreConfiguration
     ) throws -> (SnapshotTable, Int32, Int) {
         let fs = configuration.fileSystem
+        /// Reads and closes `fd`.
+        func load(_ fd: Int32) throws -> (SnapshotTable, Int) {
+            defer { fs.close(fd) }
+            let size = try fs.size(fd)
+            guard size <= configuration.maximumFileSize else {
+                throw DataStoreError(
+                    .corruptStore,
+                    "\(path) is \(size) bytes, more than the limit of \(configuration.maximumFileSize) "
+                        + "(JSONStoreConfiguration.maximumFileSize); it was left untouched")
+            }
+            let bytes = try fs.read(fd, count: Int(size), at: 0)
+            do {
+                return (try JSONDocument.load(bytes, schema: schema), bytes.count)
+            } catch {
+                throw DataStoreError(error.code, "\(path): \(error.message); the file was left untouched")
+            }
+        }
+        if !configuration.allowsSave {
+            let (fd, lockFD) = try fs.openReadOnlyStore(path: path, directory: directory, kind: "JSON store")
+            do {
+                let (table, size) = try load(fd)
+                return (table, lockFD, size)
+            } catch {
+                if lockFD >= 0 { fs.close(lockFD) }
+                throw error
+            }
+        }
         let lockFD = try fs.lockStore(path: path, directory: directory, kind: "JSON store")
         do {
             // Temporary files of a save that crashed before its rename; the lock is ours.
@@ -87,21 +120,8 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
                 try fs.remove(directory + "/" + name)
             }
             if let fd = try fs.open(path, mode: .existing) {
-                defer { fs.close(fd) }
-                let size = try fs.size(fd)
-                guard size <= configuration.maximumFileSize else {
-                    throw DataStoreError(
-                        .corruptStore,
-                        "\(path) is \(size) bytes, more than the limit of \(configuration.maximumFileSize) "
-                            + "(JSONStoreConfiguration.maximumFileSize); it was left untouched")
-                }
-                let bytes = try fs.read(fd, count: Int(size), at: 0)
-                do {
-                    let table = try JSONDocument.load(bytes, schema: schema)
-                    return (table, lockFD, bytes.count)
-                } catch {
-                    throw DataStoreError(error.code, "\(path): \(error.message); the file was left untouched")
-                }
+                let (table, size) = try load(fd)
+                return (table, lockFD, size)
             }
             let identifier = configuration.fixedStoreIdentifier ?? "json-" + UUID().uuidString
             let table = SnapshotTable(schema: schema, storeIdentifier: identifier)
@@ -256,6 +276,13 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
     public var schema: Schema?
     /// The document. Its directory is created if missing; `<file>.lock` sits beside it.
     public var fileURL: URL
+    /// Whether the store may be written. `false` opens an existing document read-only, as
+    /// ``LogStoreConfiguration/allowsSave`` does a log: opened for reading only, never
+    /// created, no leftover temporary file removed, every save refused with
+    /// ``DataStoreError/storeUnusable``, and a shared lock on `<file>.lock` that other
+    /// read-only openers share and a writer excludes (none where the lock file can be
+    /// neither opened nor created).
+    public var allowsSave: Bool = true
     /// The largest document the store reads or writes, in bytes. A larger file is refused
     /// at open (``DataStoreError/corruptStore``), a save that would exceed it throws
     /// ``DataStoreError/unsupportedFeature``.
@@ -267,12 +294,14 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
     @_spi(Testing) public var fixedStoreIdentifier: String?
 
     public init(
-        name: String, schema: Schema? = nil, fileURL: URL, maximumFileSize: Int = defaultMaximumFileSize
+        name: String, schema: Schema? = nil, fileURL: URL, maximumFileSize: Int = defaultMaximumFileSize,
+        allowsSave: Bool = true
     ) {
         self.name = name
         self.schema = schema
         self.fileURL = fileURL
         self.maximumFileSize = maximumFileSize
+        self.allowsSave = allowsSave
     }
 
     public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {

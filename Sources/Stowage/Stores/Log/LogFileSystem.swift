@@ -198,6 +198,27 @@ extension LogFileSystem {
         return copy
     }
 
+    /// Opens an existing store's file for reading only, under the shared lock of
+    /// ``lockStore(path:directory:kind:shared:)``: for a store opened with `allowsSave`
+    /// false. The caller closes both descriptors (the lock's only when it is not -1).
+    /// - Throws: `.ioFailure` when there is no file (nothing is created, not even the lock
+    ///   file); `.storeLocked` when a writer has the store open.
+    func openReadOnlyStore(path: String, directory: String, kind: String) throws -> (fd: Int32, lockFD: Int32) {
+        let missing = DataStoreError(
+            .ioFailure, "there is no \(kind) at \(path); a store opened read-only (allowsSave: false) is never created")
+        // Looked for before the lock, so that a missing store leaves nothing behind; opened
+        // after it, so that it is the file the last writer left.
+        guard try size(ofFileAt: path) != nil else { throw missing }
+        let lockFD = try lockStore(path: path, directory: directory, kind: kind, shared: true)
+        do {
+            guard let fd = try open(path, mode: .readOnly) else { throw missing }
+            return (fd, lockFD)
+        } catch {
+            if lockFD >= 0 { close(lockFD) }
+            throw error
+        }
+    }
+
     /// Creates the store's directory if needed (mode 0700), then opens `<path>.lock` and
     /// takes its exclusive lock, for every store that keeps one file. Returns the lock's
     /// descriptor; the caller closes it when the store closes or its open fails.

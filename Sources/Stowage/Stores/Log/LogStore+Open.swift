@@ -32,24 +32,13 @@ extension LogStore {
     ) throws -> Opened {
         let fs = configuration.fileSystem
         if !configuration.allowsSave {
-            let missing = DataStoreError(
-                .ioFailure,
-                "there is no log store at \(path); a store opened read-only (allowsSave: false) is never created")
-            // Looked for before the lock, so that a missing store leaves nothing behind, not
-            // even a lock file; opened after it, so that it is the file the last writer left.
-            guard try fs.size(ofFileAt: path) != nil else { throw missing }
-            let lockFD = try fs.lockStore(path: path, directory: directory, kind: "log store", shared: true)
+            let (fd, lockFD) = try fs.openReadOnlyStore(path: path, directory: directory, kind: "log store")
             do {
-                guard let fd = try fs.open(path, mode: .readOnly) else { throw missing }
-                do {
-                    return try openExisting(
-                        fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema,
-                        configuration: configuration)
-                } catch {
-                    fs.close(fd)
-                    throw error
-                }
+                return try openExisting(
+                    fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema,
+                    configuration: configuration)
             } catch {
+                fs.close(fd)
                 if lockFD >= 0 { fs.close(lockFD) }
                 throw error
             }
