@@ -225,6 +225,49 @@ struct LogReadOnlyTests {
         #expect(directoryContents(directory.url) == before)
     }
 
+    /// SwiftData's pattern of a read-only bundled store beside the user's own: saves go to
+    /// the writable one, and a save that would change the bundled one saves nothing at all.
+    @Test func aBundledReadOnlyStoreBesideAWritableOne() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let seedURL = directory.url.appendingPathComponent("seed/seed.store")
+        let userURL = directory.url.appendingPathComponent("user/user.store")
+        do {
+            let container = try ModelContainer(
+                for: Schema([Person.self]), configurations: ModelConfiguration(url: seedURL))
+            let context = ModelContext(container)
+            context.insert(Person(email: "ada@example.com", name: "Ada", age: 36))
+            context.insert(Person(email: "alan@example.com", name: "Alan", age: 41))
+            try context.save()
+        }
+        let seedBefore = directoryContents(seedURL.deletingLastPathComponent())
+        func open() throws -> ModelContainer {
+            try ModelContainer(
+                for: Schema([Person.self, Chore.self]),
+                configurations:
+                    ModelConfiguration("SeedData", schema: Schema([Person.self]), url: seedURL, allowsSave: false),
+                ModelConfiguration("User", schema: Schema([Chore.self]), url: userURL))
+        }
+        do {
+            let context = ModelContext(try open())
+            #expect(
+                try context.fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.name)])).map(\.name) == [
+                    "Ada", "Alan",
+                ])
+            context.insert(Chore(seq: 1, title: "Sweep", priority: 1, isCompleted: false, dueDate: nil))
+            try context.save()
+
+            context.insert(Chore(seq: 2, title: "Dust", priority: 2, isCompleted: false, dueDate: nil))
+            context.insert(Person(email: "grace@example.com", name: "Grace"))
+            let error = #expect(throws: DataStoreError.unsupportedFeature) { try context.save() }
+            #expect(error?.message.contains("SeedData") == true)
+        }
+        let context = ModelContext(try open())
+        #expect(try context.fetch(FetchDescriptor<Chore>()).map(\.title) == ["Sweep"])
+        #expect(try context.fetchCount(FetchDescriptor<Person>()) == 2)
+        #expect(directoryContents(seedURL.deletingLastPathComponent()) == seedBefore)
+    }
+
     /// A version 1 file whose schema now has external storage is rewritten on a writable
     /// open; read-only, it is read as it is.
     @Test func aVersionOneFileIsReadAsItIsReadOnly() throws {
