@@ -91,16 +91,8 @@ extension Schema.PropertyMetadata {
             name: name, keypath: keyPath, defaultValue: defaultValue,
             attribute: attribute ?? Schema.Attribute(), relationship: nil,
             typeName: typeName(Value.self), isOptional: isOptional,
-            encode: { any in
-                if let fast, let value = fast.0(any) { return value }
-                if let transformer { return try transform(any, with: transformer) }
-                return try encodeValue(any, as: Value.self)
-            },
-            decode: { snapshot in
-                if let fast, let value = fast.1(snapshot) { return value }
-                if let transformer { return try reverseTransform(snapshot, Value.self, with: transformer) }
-                return try decodeValue(Value.self, from: snapshot)
-            })
+            encode: CodableCoding<Value>(fast: fast, transformer: transformer).encode,
+            decode: CodableCoding<Value>(fast: fast, transformer: transformer).decode)
         if fast != nil { property.caseCheck = PropertyCodec.caseCheck(Value.self) }
         return property
     }
@@ -230,6 +222,26 @@ extension Schema.PropertyMetadata {
     static func typeName(_ type: Any.Type) -> String {
         if let optional = type as? any _OptionalValue.Type { return typeName(optional._wrappedType) }
         return String(describing: type)
+    }
+}
+
+/// A Codable attribute's conversions. A value of a generic type rather than closures
+/// that capture `Value.self`: the metatype of a type that is not `SendableMetatype` may not
+/// be captured by a `@Sendable` closure, but the type's own methods may use it.
+private struct CodableCoding<Value: Codable>: Sendable {
+    let fast: (PropertyCodec.Encode, PropertyCodec.Decode)?
+    let transformer: ValueTransformer.Type?
+
+    @Sendable func encode(_ any: Any) throws -> SnapshotValue {
+        if let fast, let value = fast.0(any) { return value }
+        if let transformer { return try transform(any, with: transformer) }
+        return try encodeValue(any, as: Value.self)
+    }
+
+    @Sendable func decode(_ snapshot: SnapshotValue) throws -> Any {
+        if let fast, let value = fast.1(snapshot) { return value }
+        if let transformer { return try reverseTransform(snapshot, Value.self, with: transformer) }
+        return try decodeValue(Value.self, from: snapshot)
     }
 }
 
