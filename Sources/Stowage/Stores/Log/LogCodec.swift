@@ -100,6 +100,17 @@ struct LogSchemaDescription: Equatable, Sendable {
         return copy
     }
 
+    /// This description with each entity's indexes (`#Index`) as `live` has them, where
+    /// `live` has the entity.
+    func withIndices(of live: LogSchemaDescription) -> LogSchemaDescription {
+        var copy = self
+        let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for e in copy.entities.indices {
+            if let other = wanted[copy.entities[e].name] { copy.entities[e].indices = other.indices }
+        }
+        return copy
+    }
+
     static func decode(from r: inout LogByteReader, formatVersion: UInt16 = LogFormat.version) throws
         -> LogSchemaDescription
     {

@@ -9,8 +9,9 @@ extension LogStore {
         var description: LogSchemaDescription
         var createdAt: Int64
         var report: RecoveryReport?
-        /// A version 1 file whose schema has external-storage attributes: the store
-        /// rewrites it as version 2 before its first save.
+        /// A version 1 file whose schema has external-storage attributes, or a file whose
+        /// header lists other indexes than the schema: the store rewrites it in the current
+        /// version, with the schema's description, before its first save.
         var needsUpgrade = false
         /// Whether the indexes were loaded from a checkpoint.
         var usedCheckpoint = false
@@ -155,8 +156,16 @@ extension LogStore {
         var offset = preamble.commitsStart
         // A version 1 file records no external-storage flags.
         let live = LogSchemaDescription(schema)
-        if let difference = stored.difference(from: header.version == 1 ? live.withoutExternalFlags : live) {
-            throw DataStoreError(.schemaMismatch, "\(path): the schema does not match the store's: \(difference)")
+        let compared = header.version == 1 ? live.withoutExternalFlags : live
+        // Indexes (`#Index`) added, removed or changed and nothing else: the records are
+        // read as they are and the indexes built from them, not from a checkpoint, which
+        // holds the old ones (`Formats/log.md`, "Opening and recovery").
+        var indexesChanged = false
+        if let difference = stored.difference(from: compared) {
+            guard stored.withIndices(of: compared).difference(from: compared) == nil else {
+                throw DataStoreError(.schemaMismatch, "\(path): the schema does not match the store's: \(difference)")
+            }
+            indexesChanged = true
         }
 
         // Replay the commits, and stop at the first record that fails a check.
@@ -174,7 +183,7 @@ extension LogStore {
         var checkpointBytes: Int64 = 0
         var lastCheckpointBytes: Int64 = 0
         let prefetch =
-            header.version >= 3
+            header.version >= 3 && !indexesChanged
             ? LogCheckpointPrefetch.start(
                 fs, fd, from: commitsStart, fileSize: size, salt: header.salt, schema: stored,
                 formatVersion: header.version) : nil
@@ -301,7 +310,7 @@ extension LogStore {
         // A checkpoint that ends the valid prefix and agrees with the records gives the
         // indexes' sorted entries; any other is ignored.
         var indexEntries: [String: [LogCheckpoint.Entries]]?
-        if table == nil, let checkpoint, checkpointEnd == offset {
+        if table == nil, let checkpoint, checkpointEnd == offset, !indexesChanged {
             indexEntries = checkpoint.indexEntries(
                 agreeingWith: replay.liveRecords, map: readMap, transactionID: lastTransaction,
                 nextPrimaryKey: replay.nextPrimaryKey)
@@ -358,15 +367,18 @@ extension LogStore {
         writer.lastCheckpointEnd = checkpointEnd
         writer.lastCommitTransaction = commits > 0 ? lastTransaction : 0
         writer.external = external
-        // A read-only store reads a version 1 file as it is: its values are all inline.
-        let needsUpgrade = header.version == 1 && live.hasExternalValues && configuration.allowsSave
-        let description = needsUpgrade ? stored.withExternalFlags(of: live) : stored
+        // A read-only store reads a version 1 file as it is (its values are all inline), and
+        // a file whose header lists other indexes without rewriting it.
+        let externalUpgrade = header.version == 1 && live.hasExternalValues && configuration.allowsSave
+        let needsUpgrade = externalUpgrade || (indexesChanged && configuration.allowsSave)
+        var description = indexesChanged ? stored.withIndices(of: live) : stored
+        if externalUpgrade { description = description.withExternalFlags(of: live) }
         return Opened(
             table: table
                 ?? replay.table(
                     schema: schema, storeIdentifier: identifier, indexEntries: indexEntries ?? [:], source: reader),
             writer: writer,
-            map: needsUpgrade
+            map: externalUpgrade
                 ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
             description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
             usedCheckpoint: indexEntries != nil || table != nil)

@@ -163,10 +163,13 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         self.externalFiles = LogExternalFiles(
             fs: configuration.fileSystem, logPath: url.path, parent: url.deletingLastPathComponent().path)
         if opened.needsUpgrade {
-            // A version 1 file cannot hold external references: rewrite it as version 2.
+            // A version 1 file cannot hold external references, and a file whose header lists
+            // other indexes would have checkpoints of the wrong ones: rewrite it now.
             do {
                 try compact()
             } catch {
+                // Closing writes no checkpoint of these indexes into the old file.
+                writer.withLock { if $0.unusable == nil { $0.unusable = "opening failed" } }
                 close()
                 throw error
             }

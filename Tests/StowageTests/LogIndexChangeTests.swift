@@ -1,0 +1,253 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+/// One entity, `Ticket`, as four versions of an app declare it: without indexes, with two,
+/// with two others, and with a property renamed.
+enum TicketsPlain {
+    @Model final class Ticket {
+        var code: String
+        var seat: Int
+        var price: Double
+        init(code: String, seat: Int, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
+enum TicketsIndexed {
+    @Model final class Ticket {
+        var code: String
+        var seat: Int
+        var price: Double
+        #Index<Ticket>([\.seat], [\.price])
+        init(code: String, seat: Int, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
+enum TicketsReindexed {
+    @Model final class Ticket {
+        var code: String
+        var seat: Int
+        var price: Double
+        #Index<Ticket>([\.price], [\.code])
+        init(code: String, seat: Int, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
+enum TicketsRenamed {
+    @Model final class Ticket {
+        var code: String
+        var row: Int
+        var price: Double
+        init(code: String, row: Int, price: Double) {
+            self.code = code
+            self.row = row
+            self.price = price
+        }
+    }
+}
+
+/// Adding, removing or changing `#Index` is not a schema mismatch: the store opens, builds
+/// the indexes from its records (never from a checkpoint of the old ones) and rewrites its
+/// file with the new schema before its first save.
+@Suite("LogStore index changes")
+struct LogIndexChangeTests {
+    static let count = 3000
+
+    static func open(
+        _ url: URL, _ type: any PersistentModel.Type, allowsSave: Bool = true, fileSystem: (any LogFileSystem)? = nil
+    ) throws -> (ModelContainer, LogStore) {
+        var configuration = LogStoreConfiguration(schema: Schema([type]), url: url, allowsSave: allowsSave)
+        if let fileSystem { configuration.fileSystem = fileSystem }
+        let container = try ModelContainer(for: Schema([type]), configurations: [configuration])
+        return (container, try #require(container.storesForTesting.first as? LogStore))
+    }
+
+    /// A store of `count` plain tickets (seat = i % 50, price = i), closed with a
+    /// checkpoint at its end, so that a later open could take the indexes from it.
+    static func plainStore(_ url: URL) throws {
+        let (container, store) = try open(url, TicketsPlain.Ticket.self)
+        let context = ModelContext(container)
+        for i in 0..<count {
+            context.insert(TicketsPlain.Ticket(code: "T\(i)", seat: i % 50, price: Double(i)))
+        }
+        try context.save()
+        try store.checkpoint()
+        store.close()
+    }
+
+    /// The codes of the tickets with `seat`, and of the 5 cheapest over `price`, by the
+    /// indexed model's queries; with the plan of the first.
+    static func indexedAnswers(_ context: ModelContext) throws -> (seat: [String], cheapest: [String], plan: String) {
+        typealias Ticket = TicketsIndexed.Ticket
+        let bySeat = FetchDescriptor<Ticket>(predicate: #Predicate { $0.seat == 7 }, sortBy: [SortDescriptor(\.code)])
+        var cheapest = FetchDescriptor<Ticket>(
+            predicate: #Predicate { $0.price > 2500 }, sortBy: [SortDescriptor(\.price)])
+        cheapest.fetchLimit = 5
+        return (
+            try context.fetch(bySeat).map(\.code), try context.fetch(cheapest).map(\.code),
+            try context.explain(bySeat)
+        )
+    }
+
+    static let expectedSeat = (0..<count).filter { $0 % 50 == 7 }.map { "T\($0)" }.sorted()
+    static let expectedCheapest = (2501...2505).map { "T\($0)" }
+
+    @Test func addingIndexesOpensUsesThemAndRewritesTheHeader() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try Self.plainStore(url)
+        let before = try Data(contentsOf: url)
+
+        do {
+            let (container, store) = try Self.open(url, TicketsIndexed.Ticket.self)
+            #expect(!store.openedFromCheckpoint)
+            let answers = try Self.indexedAnswers(ModelContext(container))
+            #expect(answers.seat == Self.expectedSeat)
+            #expect(answers.cheapest == Self.expectedCheapest)
+            #expect(answers.plan.hasPrefix("INDEX Ticket(seat) EQ seat = 7"), "\(answers.plan)")
+            #expect(try Data(contentsOf: url) != before, "the header still lists the old indexes")
+            let context = ModelContext(container)
+            context.insert(TicketsIndexed.Ticket(code: "T9999", seat: 7, price: 0.5))
+            try context.save()
+            store.close()
+        }
+        // The rewritten file opens from its checkpoint with the new indexes, and the old
+        // model no longer matches it only by its indexes: it opens too, without them.
+        let (container, store) = try Self.open(url, TicketsIndexed.Ticket.self)
+        #expect(store.openedFromCheckpoint)
+        let answers = try Self.indexedAnswers(ModelContext(container))
+        #expect(answers.seat == (Self.expectedSeat + ["T9999"]).sorted())
+        store.close()
+        let (plain, plainStore) = try Self.open(url, TicketsPlain.Ticket.self)
+        let seven = try ModelContext(plain).fetch(
+            FetchDescriptor<TicketsPlain.Ticket>(predicate: #Predicate { $0.seat == 7 }))
+        #expect(seven.count == Self.expectedSeat.count + 1)
+        plainStore.close()
+    }
+
+    /// Two indexes replaced by two others: a checkpoint of the old ones has as many
+    /// indexes, and must not be taken for the new ones.
+    @Test func changedIndexesAreBuiltFromTheRecordsNotFromTheOldCheckpoint() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try Self.plainStore(url)
+        do {
+            let (container, store) = try Self.open(url, TicketsIndexed.Ticket.self)
+            _ = try Self.indexedAnswers(ModelContext(container))
+            try store.checkpoint()
+            store.close()
+        }
+        let (container, store) = try Self.open(url, TicketsReindexed.Ticket.self)
+        #expect(!store.openedFromCheckpoint)
+        typealias Ticket = TicketsReindexed.Ticket
+        let context = ModelContext(container)
+        var cheapest = FetchDescriptor<Ticket>(
+            predicate: #Predicate { $0.price > 2500 }, sortBy: [SortDescriptor(\.price)])
+        cheapest.fetchLimit = 5
+        #expect(try context.fetch(cheapest).map(\.code) == Self.expectedCheapest)
+        let byCode = FetchDescriptor<Ticket>(predicate: #Predicate { $0.code == "T1234" })
+        #expect(try context.fetch(byCode).map(\.price) == [1234])
+        #expect(try context.explain(byCode).hasPrefix("INDEX Ticket(code)"))
+        let range = FetchDescriptor<Ticket>(predicate: #Predicate { $0.code >= "T2990" && $0.code < "T2999" })
+        #expect(try context.fetch(range).count == 9)
+        store.close()
+    }
+
+    @Test func readOnlyAnIndexChangeIsReadWithoutRewriting() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try Self.plainStore(url)
+        let before = directoryContents(directory.url)
+        let (container, store) = try Self.open(
+            url, TicketsIndexed.Ticket.self, allowsSave: false, fileSystem: ReadOnlyFileSystem())
+        let answers = try Self.indexedAnswers(ModelContext(container))
+        #expect(answers.seat == Self.expectedSeat)
+        #expect(answers.cheapest == Self.expectedCheapest)
+        #expect(answers.plan.hasPrefix("INDEX Ticket(seat)"))
+        store.close()
+        #expect(directoryContents(directory.url) == before)
+    }
+
+    /// The rewrite is a compaction: a crash or failure before its rename leaves the old
+    /// file, which the next open rewrites again.
+    @Test func aFailedRewriteLeavesTheOldFile() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try Self.plainStore(url)
+        let before = try Data(contentsOf: url)
+        let fs = FaultInjectingFileSystem()
+        fs.arm(.rename, failOn: 1)
+        #expect(throws: DataStoreError.ioFailure) { try Self.open(url, TicketsIndexed.Ticket.self, fileSystem: fs) }
+        #expect(try Data(contentsOf: url) == before)
+        let (container, store) = try Self.open(url, TicketsIndexed.Ticket.self)
+        #expect(try Self.indexedAnswers(ModelContext(container)).seat == Self.expectedSeat)
+        store.close()
+    }
+
+    /// Anything beyond the indexes is still a mismatch, and the file is left as it is.
+    @Test func aPropertyChangeIsStillAMismatch() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try Self.plainStore(url)
+        let before = directoryContents(directory.url)
+        let error = #expect(throws: DataStoreError.schemaMismatch) { try Self.open(url, TicketsRenamed.Ticket.self) }
+        #expect(error?.message.contains("property 2") == true, "\(String(describing: error))")
+        #expect(directoryContents(directory.url) == before)
+    }
+
+    /// The JSON store reads an index change the same way, and writes the new indexes with
+    /// its next save.
+    @Test func theJSONStoreOpensAfterAnIndexChange() throws {
+        let url = JSONTest.freshURL()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        func open(_ type: any PersistentModel.Type) throws -> ModelContainer {
+            try ModelContainer(
+                for: Schema([type]),
+                configurations: [JSONStoreConfiguration(name: "tickets", schema: Schema([type]), fileURL: url)])
+        }
+        do {
+            let context = ModelContext(try open(TicketsPlain.Ticket.self))
+            for i in 0..<Self.count {
+                context.insert(TicketsPlain.Ticket(code: "T\(i)", seat: i % 50, price: Double(i)))
+            }
+            try context.save()
+        }
+        let before = try Data(contentsOf: url)
+        do {
+            let context = ModelContext(try open(TicketsIndexed.Ticket.self))
+            let answers = try Self.indexedAnswers(context)
+            #expect(answers.seat == Self.expectedSeat)
+            #expect(answers.cheapest == Self.expectedCheapest)
+            #expect(answers.plan.hasPrefix("INDEX Ticket(seat)"))
+            #expect(try Data(contentsOf: url) == before, "opening wrote the document")
+            context.insert(TicketsIndexed.Ticket(code: "T9999", seat: 7, price: 0.5))
+            try context.save()
+        }
+        let document = try #require(String(data: try Data(contentsOf: url), encoding: .utf8))
+        #expect(document.contains("\"seat\""))
+        #expect(document.range(of: #""indexes"\s*:\s*\[\s*\[\s*"seat"\s*\]"#, options: .regularExpression) != nil)
+        #expect(throws: DataStoreError.schemaMismatch) { try open(TicketsRenamed.Ticket.self) }
+        let plain = try ModelContext(try open(TicketsPlain.Ticket.self)).fetchCount(
+            FetchDescriptor<TicketsPlain.Ticket>(predicate: #Predicate { $0.seat == 7 }))
+        #expect(plain == Self.expectedSeat.count + 1)
+    }
+}
