@@ -5,8 +5,9 @@ import Foundation
 /// `ModelConfiguration(isStoredInMemoryOnly: true)` gives a ``MemoryStore``. A
 /// configuration with a URL, or none, opens the default on-disk store, a ``LogStore``
 /// (at `url`, or at `<name>.store` in ``defaultDirectory``), creating its directory and
-/// file when they do not exist (unless `allowsSave` is `false`). It uses the log store's defaults: `.full` durability and
-/// point-in-time recovery; open a ``LogStoreConfiguration`` to choose others.
+/// file when they do not exist (unless `allowsSave` is `false`). It uses the log store's
+/// defaults: `.full` durability and point-in-time recovery; open a
+/// ``LogStoreConfiguration`` to choose others.
 public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     public typealias Store = LogStore
 

@@ -15,6 +15,10 @@ import Synchronization
 ///   (``LogStoreConfiguration/Recovery/strict``).
 /// - One process at a time: the store holds an exclusive `flock` on `<file>.lock`.
 ///   A second opener, in this process or another, gets ``DataStoreError/storeLocked``.
+///   Stores opened read-only (``LogStoreConfiguration/allowsSave`` `false`) take a
+///   shared lock instead, which they share with each other, and write nothing.
+/// - A schema that differs from the file's only in its indexes (`#Index`) opens: the
+///   indexes are built from the records and the file rewritten with the new schema.
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
 /// In format versions 4 and 5 the store keeps in memory the primary keys with where each record
