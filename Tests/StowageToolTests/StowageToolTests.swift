@@ -21,6 +21,30 @@ final class Scan {
     }
 }
 
+/// One entity, `Badge`, before and after an app added an index to it.
+enum BadgesPlain {
+    @Model final class Badge {
+        var holder: String
+        var level: Int
+        init(holder: String, level: Int) {
+            self.holder = holder
+            self.level = level
+        }
+    }
+}
+
+enum BadgesIndexed {
+    @Model final class Badge {
+        var holder: String
+        var level: Int
+        #Index<Badge>([\.level, \.holder])
+        init(holder: String, level: Int) {
+            self.holder = holder
+            self.level = level
+        }
+    }
+}
+
 @Suite("stowage command-line tool")
 struct StowageToolTests {
     static let trips = "Formats/samples/trips-v1.stowlog"
@@ -31,6 +55,30 @@ struct StowageToolTests {
 
     @Test func theToolIsBuilt() {
         #expect(FileManager.default.isExecutableFile(atPath: Tool.executable.path), "missing \(Tool.executable.path)")
+    }
+
+    /// The file a store rewrites when only its indexes changed (new header, checkpoint of
+    /// the new indexes) verifies healthy, and its checkpoint holds the new index.
+    @Test func aStoreRewrittenForAnIndexChangeVerifies() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        func open(_ type: any PersistentModel.Type) throws -> ModelContainer {
+            try ModelContainer(
+                for: Schema([type]), configurations: [LogStoreConfiguration(schema: Schema([type]), url: url)])
+        }
+        do {
+            let context = ModelContext(try open(BadgesPlain.Badge.self))
+            for i in 0..<500 { context.insert(BadgesPlain.Badge(holder: "H\(i)", level: i % 7)) }
+            try context.save()
+        }
+        _ = try open(BadgesIndexed.Badge.self)
+        let verify = try Tool.run(["verify", url.path])
+        #expect(verify.status == 0, "\(verify.transcript)")
+        #expect(verify.stdout.contains("healthy"))
+        let inspect = try Tool.run(["inspect", url.path])
+        #expect(inspect.stdout.contains("indexes: (level, holder)"), "\(inspect.stdout)")
+        #expect(inspect.stdout.contains("checkpoints:       1"), "\(inspect.stdout)")
     }
 
     // MARK: Help
