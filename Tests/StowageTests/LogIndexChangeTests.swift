@@ -60,8 +60,36 @@ enum TicketsRenamed {
     }
 }
 
-/// Adding, removing or changing `#Index` is not a schema mismatch: the store opens, builds
-/// the indexes from its records (never from a checkpoint of the old ones) and rewrites its
+enum TicketsUniqueCode {
+    @Model final class Ticket {
+        @Attribute(.unique) var code: String
+        var seat: Int
+        var price: Double
+        init(code: String, seat: Int, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
+enum TicketsUniqueSeat {
+    @Model final class Ticket {
+        var code: String
+        var seat: Int
+        var price: Double
+        #Unique<Ticket>([\.seat])
+        init(code: String, seat: Int, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
+/// Adding, removing or changing `#Index`, `#Unique` or `@Attribute(.unique)` is not a
+/// schema mismatch: the store opens, builds the indexes from its records (never from a
+/// checkpoint of the old ones), checks an added constraint against them, and rewrites its
 /// file with the new schema before its first save.
 @Suite("LogStore index changes")
 struct LogIndexChangeTests {
@@ -249,5 +277,69 @@ struct LogIndexChangeTests {
         let plain = try ModelContext(try open(TicketsPlain.Ticket.self)).fetchCount(
             FetchDescriptor<TicketsPlain.Ticket>(predicate: #Predicate { $0.seat == 7 }))
         #expect(plain == Self.expectedSeat.count + 1)
+    }
+
+    /// A constraint the records keep is added and then enforced; one they break is refused
+    /// and the store left as it was; a removed one no longer applies.
+    @Test func uniquenessAddedIsCheckedAndRemovedIsDropped() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try Self.plainStore(url)
+        let before = try Data(contentsOf: url)
+
+        // Seats repeat (i % 50): the constraint cannot hold.
+        let error = #expect(throws: DataStoreError.schemaMismatch) { try Self.open(url, TicketsUniqueSeat.Ticket.self) }
+        #expect(error?.message.contains("makes Ticket's seat unique") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("2950 more records") == true, "\(String(describing: error))")
+        #expect(try Data(contentsOf: url) == before)
+
+        // Codes are distinct: the constraint is added, and a save upserts by it.
+        do {
+            let (container, store) = try Self.open(url, TicketsUniqueCode.Ticket.self)
+            let context = ModelContext(container)
+            context.insert(TicketsUniqueCode.Ticket(code: "T7", seat: 99, price: 7.5))
+            try context.save()
+            let sevens = try context.fetch(
+                FetchDescriptor<TicketsUniqueCode.Ticket>(predicate: #Predicate { $0.code == "T7" }))
+            #expect(sevens.map(\.seat) == [99])
+            #expect(try context.fetchCount(FetchDescriptor<TicketsUniqueCode.Ticket>()) == Self.count)
+            store.close()
+        }
+        let (reopened, reopenedStore) = try Self.open(url, TicketsUniqueCode.Ticket.self)
+        #expect(reopenedStore.openedFromCheckpoint)
+        #expect(try ModelContext(reopened).fetchCount(FetchDescriptor<TicketsUniqueCode.Ticket>()) == Self.count)
+        reopenedStore.close()
+
+        // Removed again: two tickets may share a code.
+        let (plain, plainStore) = try Self.open(url, TicketsPlain.Ticket.self)
+        let context = ModelContext(plain)
+        context.insert(TicketsPlain.Ticket(code: "T7", seat: 1, price: 1))
+        try context.save()
+        let sevens = try context.fetchCount(
+            FetchDescriptor<TicketsPlain.Ticket>(predicate: #Predicate { $0.code == "T7" }))
+        #expect(sevens == 2)
+        plainStore.close()
+    }
+
+    @Test func theJSONStoreChecksAnAddedConstraint() throws {
+        let url = JSONTest.freshURL()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        func open(_ type: any PersistentModel.Type) throws -> ModelContainer {
+            try ModelContainer(
+                for: Schema([type]),
+                configurations: [JSONStoreConfiguration(name: "tickets", schema: Schema([type]), fileURL: url)])
+        }
+        do {
+            let context = ModelContext(try open(TicketsPlain.Ticket.self))
+            for i in 0..<200 { context.insert(TicketsPlain.Ticket(code: "T\(i)", seat: i % 50, price: Double(i))) }
+            try context.save()
+        }
+        let error = #expect(throws: DataStoreError.schemaMismatch) { try open(TicketsUniqueSeat.Ticket.self) }
+        #expect(error?.message.contains("uniqueness constraint") == true, "\(String(describing: error))")
+        let context = ModelContext(try open(TicketsUniqueCode.Ticket.self))
+        context.insert(TicketsUniqueCode.Ticket(code: "T7", seat: 99, price: 7.5))
+        try context.save()
+        #expect(try context.fetchCount(FetchDescriptor<TicketsUniqueCode.Ticket>()) == 200)
     }
 }

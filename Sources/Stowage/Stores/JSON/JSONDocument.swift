@@ -284,13 +284,15 @@ enum JSONDocument {
         }
         let stored = try readSchema(top["schema"] ?? .null)
         // The JSON store keeps external-storage values inline: that flag is not part of its schema.
-        // Indexes (`#Index`) may differ: they are built from the records, and the next save
-        // writes the schema's.
+        // Indexes (`#Index`) and uniqueness constraints may differ: they are built from the
+        // records (which must then hold no duplicates), and the next save writes the schema's.
         let described = LogSchemaDescription(schema).withoutExternalFlags
-        if let difference = stored.difference(from: described),
-            stored.withIndices(of: described).difference(from: described) != nil
-        {
-            throw Problem(.schemaMismatch, "the schema does not match the store's: \(difference)")
+        var uniquenessChanged = false
+        if let difference = stored.difference(from: described) {
+            guard stored.indexChange(to: described).only else {
+                throw Problem(.schemaMismatch, "the schema does not match the store's: \(difference)")
+            }
+            uniquenessChanged = !stored.indexChange(to: described).addedUniqueness.isEmpty
         }
 
         // Records, then the references between them.
@@ -425,7 +427,16 @@ enum JSONDocument {
         var table = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
         table.bulkLoad(live)
         table.nextPrimaryKey = max(storedNextKey, maximumKey + 1)
-        try checkUniqueness(table)
+        do {
+            try checkUniqueness(table)
+        } catch {
+            // Records that break a constraint are damage, unless the schema adds one: then
+            // they are taken to break that one.
+            throw uniquenessChanged
+                ? Problem(
+                    .schemaMismatch, "the schema adds a uniqueness constraint the records break: \(error.message)")
+                : error
+        }
         return table
     }
 

@@ -100,15 +100,31 @@ struct LogSchemaDescription: Equatable, Sendable {
         return copy
     }
 
-    /// This description with each entity's indexes (`#Index`) as `live` has them, where
-    /// `live` has the entity.
-    func withIndices(of live: LogSchemaDescription) -> LogSchemaDescription {
+    /// This description with each entity's indexes (`#Index`) and uniqueness constraints
+    /// (`#Unique`, `@Attribute(.unique)`) as `live` has them, where `live` has the entity.
+    func withIndexes(of live: LogSchemaDescription) -> LogSchemaDescription {
         var copy = self
         let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for e in copy.entities.indices {
-            if let other = wanted[copy.entities[e].name] { copy.entities[e].indices = other.indices }
+            guard let other = wanted[copy.entities[e].name] else { continue }
+            copy.entities[e].indices = other.indices
+            copy.entities[e].uniqueness = other.uniqueness
         }
         return copy
+    }
+
+    /// Whether `live` differs from this description in its indexes or uniqueness
+    /// constraints alone, and which constraints it adds, by entity name: those need the
+    /// records checked before they can be trusted.
+    func indexChange(to live: LogSchemaDescription) -> (addedUniqueness: [String: [[String]]], only: Bool) {
+        guard withIndexes(of: live).difference(from: live) == nil else { return ([:], false) }
+        var added: [String: [[String]]] = [:]
+        let stored = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        for entity in live.entities {
+            let new = entity.uniqueness.filter { !(stored[entity.name]?.uniqueness.contains($0) ?? false) }
+            if !new.isEmpty { added[entity.name] = new }
+        }
+        return (added, true)
     }
 
     static func decode(from r: inout LogByteReader, formatVersion: UInt16 = LogFormat.version) throws

@@ -157,15 +157,18 @@ extension LogStore {
         // A version 1 file records no external-storage flags.
         let live = LogSchemaDescription(schema)
         let compared = header.version == 1 ? live.withoutExternalFlags : live
-        // Indexes (`#Index`) added, removed or changed and nothing else: the records are
-        // read as they are and the indexes built from them, not from a checkpoint, which
-        // holds the old ones (`Formats/log.md`, "Opening and recovery").
+        // Indexes (`#Index`) or uniqueness constraints added, removed or changed and nothing
+        // else: the records are read as they are and the indexes built from them, not from
+        // a checkpoint, which holds the old ones (`Formats/log.md`, "Opening and recovery").
         var indexesChanged = false
+        var addedUniqueness: [String: [[String]]] = [:]
         if let difference = stored.difference(from: compared) {
-            guard stored.withIndices(of: compared).difference(from: compared) == nil else {
+            let change = stored.indexChange(to: compared)
+            guard change.only else {
                 throw DataStoreError(.schemaMismatch, "\(path): the schema does not match the store's: \(difference)")
             }
             indexesChanged = true
+            addedUniqueness = change.addedUniqueness
         }
 
         // Replay the commits, and stop at the first record that fails a check.
@@ -371,12 +374,29 @@ extension LogStore {
         // a file whose header lists other indexes without rewriting it.
         let externalUpgrade = header.version == 1 && live.hasExternalValues && configuration.allowsSave
         let needsUpgrade = externalUpgrade || (indexesChanged && configuration.allowsSave)
-        var description = indexesChanged ? stored.withIndices(of: live) : stored
+        var description = indexesChanged ? stored.withIndexes(of: live) : stored
         if externalUpgrade { description = description.withExternalFlags(of: live) }
+        let built =
+            table
+            ?? replay.table(
+                schema: schema, storeIdentifier: identifier, indexEntries: indexEntries ?? [:], source: reader)
+        // A unique index holds one entry for records with equal values: fewer entries than
+        // records means the records break a constraint the schema adds.
+        for (name, records) in built.entities.sorted(by: { $0.key < $1.key }) {
+            let constraints = schema.entitiesByName[name]?.uniquenessConstraints ?? []
+            for (constraint, position) in records.uniqueIndex.enumerated()
+            where constraint < constraints.count && addedUniqueness[name]?.contains(constraints[constraint]) == true
+                && records.indexes[position].tree.count != records.rows.count
+            {
+                throw DataStoreError(
+                    .schemaMismatch,
+                    "\(path): the schema makes \(name)'s \(constraints[constraint].joined(separator: ", ")) unique, "
+                        + "but the store holds \(records.rows.count - records.indexes[position].tree.count) more "
+                        + "records than distinct values of it; the store was not rewritten")
+            }
+        }
         return Opened(
-            table: table
-                ?? replay.table(
-                    schema: schema, storeIdentifier: identifier, indexEntries: indexEntries ?? [:], source: reader),
+            table: built,
             writer: writer,
             map: externalUpgrade
                 ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,

@@ -17,8 +17,9 @@ import Synchronization
 ///   A second opener, in this process or another, gets ``DataStoreError/storeLocked``.
 ///   Stores opened read-only (``LogStoreConfiguration/allowsSave`` `false`) take a
 ///   shared lock instead, which they share with each other, and write nothing.
-/// - A schema that differs from the file's only in its indexes (`#Index`) opens: the
-///   indexes are built from the records and the file rewritten with the new schema.
+/// - A schema that differs from the file's only in its indexes and uniqueness constraints
+///   opens: the indexes are built from the records, an added constraint is checked
+///   against them, and the file is rewritten with the new schema.
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
 /// In format versions 4 and 5 the store keeps in memory the primary keys with where each record
