@@ -8,6 +8,8 @@
 //                                       pieces, frame last (`commitChunkBytes`)
 //   LogCrashChild lock <store-file>     tries to open the store; prints "opened" or the
 //                                       DataStoreError code, e.g. "storeLocked"
+//   LogCrashChild read <store-file>     opens the store read-only (allowsSave: false);
+//                                       prints "opened <batches>" or the DataStoreError code
 //   LogCrashChild default               opens ModelContainer(for:) with no configuration
 //                                       (under $XDG_DATA_HOME), saves one batch, prints
 //                                       "saved <path>"
@@ -33,7 +35,7 @@ func insertBatch(_ n: Int, into context: ModelContext, withBlobs: Bool = true) {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 2 else {
-    say("usage: LogCrashChild save <store-file> | lock <store-file> | default")
+    say("usage: LogCrashChild save <store-file> | lock <store-file> | read <store-file> | default")
     exit(64)
 }
 
@@ -60,6 +62,16 @@ do {
         do {
             _ = try ModelContainer(for: Schema([CrashBatch.self]), configurations: [configuration])
             say("opened")
+        } catch let error as DataStoreError {
+            say(error.code.rawValue)
+            say(error.message)
+        }
+    case "read" where arguments.count >= 3:
+        let configuration = LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]), allowsSave: false)
+        do {
+            let container = try ModelContainer(for: Schema([CrashBatch.self]), configurations: [configuration])
+            let batches = Set(try ModelContext(container).fetch(FetchDescriptor<CrashBatch>()).map(\.batch))
+            say("opened \(batches.count)")
         } catch let error as DataStoreError {
             say(error.code.rawValue)
             say(error.message)

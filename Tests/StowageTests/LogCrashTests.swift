@@ -79,6 +79,36 @@ struct LogCrashTests {
         #expect(try Self.run(["lock", directory.storeURL.path]).hasPrefix("opened"))
     }
 
+    /// Across processes, read-only openers share the lock and a writer excludes them.
+    @Test func readOnlyProcessesShareTheStoreAndAWriterExcludesThem() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let path = directory.storeURL.path
+        #expect(try Self.run(["read", path]).hasPrefix("ioFailure"))
+        #expect(directoryContents(directory.url).isEmpty, "a read-only open created something")
+        do {
+            let container = try ModelContainer(
+                for: Self.schema, configurations: [LogStoreConfiguration(schema: Self.schema, url: directory.storeURL)])
+            let locked = try Self.run(["read", path])
+            #expect(locked.hasPrefix("storeLocked") && locked.contains("open for writing"), "\(locked)")
+            let context = ModelContext(container)
+            for i in 0..<CrashBatch.size(ofBatch: 1) {
+                context.insert(
+                    CrashBatch(
+                        batch: 1, index: i, payload: CrashBatch.payload(batch: 1, row: i),
+                        blob: CrashBatch.blob(batch: 1, row: i)))
+            }
+            try context.save()
+        }
+        var configuration = LogStoreConfiguration(schema: Self.schema, url: directory.storeURL)
+        configuration.allowsSave = false
+        let reader = try LogStore(configuration, migrationPlan: nil)
+        #expect(try Self.run(["read", path]) == "opened 1\n")
+        #expect(try Self.run(["lock", path]).hasPrefix("storeLocked"))
+        reader.close()
+        #expect(try Self.run(["lock", path]).hasPrefix("opened"))
+    }
+
     @Test func theDefaultContainerLivesUnderXDGDataHome() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
