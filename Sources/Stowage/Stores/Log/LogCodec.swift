@@ -118,13 +118,18 @@ struct LogSchemaDescription: Equatable, Sendable {
     /// records checked before they can be trusted.
     func indexChange(to live: LogSchemaDescription) -> (addedUniqueness: [String: [[String]]], only: Bool) {
         guard withIndexes(of: live).difference(from: live) == nil else { return ([:], false) }
+        return (addedUniqueness(in: live), true)
+    }
+
+    /// The uniqueness constraints `live` has and this description does not, by entity name.
+    func addedUniqueness(in live: LogSchemaDescription) -> [String: [[String]]] {
         var added: [String: [[String]]] = [:]
         let stored = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for entity in live.entities {
             let new = entity.uniqueness.filter { !(stored[entity.name]?.uniqueness.contains($0) ?? false) }
             if !new.isEmpty { added[entity.name] = new }
         }
-        return (added, true)
+        return added
     }
 
     static func decode(from r: inout LogByteReader, formatVersion: UInt16 = LogFormat.version) throws

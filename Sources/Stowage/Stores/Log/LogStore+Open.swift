@@ -160,15 +160,25 @@ extension LogStore {
         // Indexes (`#Index`) or uniqueness constraints added, removed or changed and nothing
         // else: the records are read as they are and the indexes built from them, not from
         // a checkpoint, which holds the old ones (`Formats/log.md`, "Opening and recovery").
+        // Other changes that need no migration plan (`LogSchemaConversion`) convert every
+        // record as it is read, and the file is rewritten in the schema's layout.
         var indexesChanged = false
         var addedUniqueness: [String: [[String]]] = [:]
+        var conversion: LogSchemaConversion?
         if let difference = stored.difference(from: compared) {
             let change = stored.indexChange(to: compared)
-            guard change.only else {
-                throw DataStoreError(.schemaMismatch, "\(path): the schema does not match the store's: \(difference)")
+            if !change.only {
+                do {
+                    conversion = try LogSchemaConversion.make(from: stored, to: compared, schema: schema)
+                } catch {
+                    throw DataStoreError(
+                        .schemaMismatch,
+                        "\(path): the schema does not match the store's: \(difference); it needs a migration: "
+                            + error.reason)
+                }
             }
             indexesChanged = true
-            addedUniqueness = change.addedUniqueness
+            addedUniqueness = stored.addedUniqueness(in: compared)
         }
 
         // Replay the commits, and stop at the first record that fails a check.
@@ -376,6 +386,37 @@ extension LogStore {
         let needsUpgrade = externalUpgrade || (indexesChanged && configuration.allowsSave)
         var description = indexesChanged ? stored.withIndexes(of: live) : stored
         if externalUpgrade { description = description.withExternalFlags(of: live) }
+        var newMap: LogEntityMap?
+        if let conversion {
+            // Every record, read whole (with its external values) and converted; the table
+            // holds them in memory until the rewrite below writes them in the new layout.
+            var converted: [String: [Int64: DefaultSnapshot]] = [:]
+            for (name, records) in replay.liveRecords {
+                var byKey: [Int64: DefaultSnapshot] = [:]
+                byKey.reserveCapacity(records.keys.count)
+                for (position, key) in records.keys.enumerated() {
+                    let old: DefaultSnapshot
+                    if let reader, position < records.locations.count {
+                        old = try reader.snapshot(entity: name, key: key, at: records.locations[position])
+                    } else {
+                        old = records.snapshots[position]
+                    }
+                    byKey[key] = conversion.convert(old, of: name)
+                }
+                converted[name] = byKey
+            }
+            var convertedTable = SnapshotTable(schema: schema, storeIdentifier: identifier)
+            convertedTable.bulkLoad(converted)
+            convertedTable.nextPrimaryKey = max(convertedTable.nextPrimaryKey, replay.nextPrimaryKey)
+            table = convertedTable
+            description = live
+            newMap = LogEntityMap(
+                storeIdentifier: identifier, description: live, formatVersion: max(header.version, 2))
+            // The rewrite writes every external value to a new file: under a transaction no
+            // file of the old layout has, so that none of theirs is overwritten.
+            writer.external = [:]
+            writer.nextTransactionID = lastTransaction + 2
+        }
         let built =
             table
             ?? replay.table(
@@ -398,8 +439,9 @@ extension LogStore {
         return Opened(
             table: built,
             writer: writer,
-            map: externalUpgrade
-                ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map,
+            map: newMap
+                ?? (externalUpgrade
+                    ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map),
             description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
             usedCheckpoint: indexEntries != nil || table != nil)
     }

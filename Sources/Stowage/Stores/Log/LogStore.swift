@@ -17,9 +17,12 @@ import Synchronization
 ///   A second opener, in this process or another, gets ``DataStoreError/storeLocked``.
 ///   Stores opened read-only (``LogStoreConfiguration/allowsSave`` `false`) take a
 ///   shared lock instead, which they share with each other, and write nothing.
-/// - A schema that differs from the file's only in its indexes and uniqueness constraints
-///   opens: the indexes are built from the records, an added constraint is checked
-///   against them, and the file is rewritten with the new schema.
+/// - A schema that differs from the file's only in ways that need no migration plan opens
+///   (`Formats/log.md`, "Opening and recovery": new entities, optional or defaulted properties, removed
+///   and renamed properties, indexes and uniqueness constraints): the records are
+///   converted, the indexes built from them, an added constraint checked against them, and
+///   the file rewritten with the new schema. Stowage's counterpart of SwiftData's
+///   lightweight migration; a migration plan's stages are not run.
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
 /// In format versions 4 and 5 the store keeps in memory the primary keys with where each record

@@ -1,0 +1,105 @@
+import Foundation
+
+/// How the records of a store whose schema differs from the container's become records of
+/// the container's schema, where the difference needs no migration plan
+/// (`Formats/log.md`, "Opening and recovery"): what SwiftData calls a lightweight
+/// migration, inferred from the two schemas.
+///
+/// Allowed, within one schema version: new entities; new properties that are optional,
+/// to-many relationships, or attributes with a default value; removed properties (their
+/// values are dropped); a property renamed with `originalName`; a property made optional;
+/// a `Data` attribute moved into or out of external storage; and any change of indexes and
+/// uniqueness constraints (an added constraint is checked against the records). Anything
+/// else, including an entity the store has and the schema lacks (its records would be
+/// lost), needs a migration and is refused.
+struct LogSchemaConversion {
+    /// Where one value of a converted record comes from.
+    enum Source {
+        /// The stored record's value at this position.
+        case stored(Int)
+        /// This value, for a property the store does not have.
+        case value(SnapshotValue)
+    }
+
+    /// For each entity the store has, where each of its values (in the container's
+    /// schema's order) comes from.
+    var entities: [String: [Source]] = [:]
+
+    /// The conversion from `stored` to `live` (the container's `schema`, described), or
+    /// why there is none.
+    static func make(from stored: LogSchemaDescription, to live: LogSchemaDescription, schema: Schema)
+        throws(Refusal) -> LogSchemaConversion
+    {
+        guard stored.version == live.version else {
+            throw Refusal(
+                "the schema version changed, and Stowage migrates automatically only within one version")
+        }
+        let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        var conversion = LogSchemaConversion()
+        for old in stored.entities {
+            guard let new = wanted[old.name], let entity = schema.entitiesByName[old.name] else {
+                throw Refusal("the store has \(old.name) records, which the schema lacks; they would be lost")
+            }
+            var sources: [Source] = []
+            var used = Set<Int>()
+            for (position, property) in new.properties.enumerated() {
+                let metadata = position < entity.properties.count ? entity.properties[position] : nil
+                let original = metadata?.originalName
+                if let from = old.properties.firstIndex(where: { $0.name == property.name })
+                    ?? original.flatMap({ name in old.properties.firstIndex(where: { $0.name == name }) }),
+                    !used.contains(from)
+                {
+                    let was = old.properties[from]
+                    // Bit 0: optional (may be added); bit 3: external storage (either way).
+                    let sameKind =
+                        was.typeName == property.typeName && was.destination == property.destination
+                        && was.flags & ~9 == property.flags & ~9 && (was.flags & 1 == 0 || property.flags & 1 != 0)
+                    guard sameKind else {
+                        throw Refusal(
+                            "\(old.name).\(property.name) is \(was.summary) in the store and \(property.summary) "
+                                + "in the schema")
+                    }
+                    used.insert(from)
+                    sources.append(.stored(from))
+                    continue
+                }
+                // A property the store does not have.
+                if property.flags & 2 != 0 {
+                    guard property.flags & 4 == 0 || property.flags & 1 != 0 else {
+                        throw Refusal("\(old.name).\(property.name) is a new to-one relationship that is not optional")
+                    }
+                    sources.append(.value(property.flags & 4 != 0 ? .null : .array([])))
+                } else if property.flags & 1 != 0 {
+                    sources.append(.value(.null))
+                } else if let metadata, let defaultValue = metadata.defaultValue {
+                    guard let value = try? metadata.encode(defaultValue) else {
+                        throw Refusal("\(old.name).\(property.name)'s default value cannot be stored")
+                    }
+                    sources.append(.value(value))
+                } else {
+                    throw Refusal("\(old.name).\(property.name) is new, not optional, and has no default value")
+                }
+            }
+            conversion.entities[old.name] = sources
+        }
+        return conversion
+    }
+
+    /// Why the schemas need a migration.
+    struct Refusal: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// A record of `entity` as the container's schema has it.
+    func convert(_ snapshot: DefaultSnapshot, of entity: String) -> DefaultSnapshot {
+        guard let sources = entities[entity] else { return snapshot }
+        let values = sources.map { source -> SnapshotValue in
+            switch source {
+            case .stored(let position): position < snapshot.values.count ? snapshot.values[position] : .null
+            case .value(let value): value
+            }
+        }
+        return DefaultSnapshot(persistentIdentifier: snapshot.persistentIdentifier, values: values)
+    }
+}

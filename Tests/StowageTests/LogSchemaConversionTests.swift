@@ -1,0 +1,240 @@
+import Foundation
+import StowageTestSupport
+import Testing
+
+@_spi(Testing) @testable import Stowage
+
+/// `Ticket` grown: an optional note, a currency with a default value, and a to-many
+/// relationship to a new entity.
+enum TicketsGrown {
+    @Model final class Stamp {
+        var mark: String
+        init(mark: String) { self.mark = mark }
+    }
+
+    @Model final class Ticket {
+        var code: String
+        var seat: Int
+        var price: Double
+        var note: String?
+        var currency: String = "EUR"
+        var stamps: [Stamp] = []
+        init(code: String, seat: Int, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
+/// `Ticket` shrunk: the seat removed, the price renamed.
+enum TicketsShrunk {
+    @Model final class Ticket {
+        var code: String
+        @Attribute(originalName: "price") var cost: Double
+        init(code: String, cost: Double) {
+            self.code = code
+            self.cost = cost
+        }
+    }
+}
+
+/// `Ticket` with the seat's type changed: needs a migration.
+enum TicketsRetyped {
+    @Model final class Ticket {
+        var code: String
+        var seat: String
+        var price: Double
+        init(code: String, seat: String, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
+/// A shot with its bytes in an external file, before and after a property was added in
+/// front of them (which moves the bytes' position, and so their file's name).
+enum ShotsBefore {
+    @Model final class Shot {
+        var title: String
+        @Attribute(.externalStorage) var bytes: Data
+        init(title: String, bytes: Data) {
+            self.title = title
+            self.bytes = bytes
+        }
+    }
+}
+
+enum ShotsAfter {
+    @Model final class Shot {
+        var caption: String?
+        var title: String
+        @Attribute(.externalStorage) var bytes: Data
+        init(title: String, bytes: Data) {
+            self.title = title
+            self.bytes = bytes
+        }
+    }
+}
+
+/// Schema changes that need no migration plan (SwiftData's lightweight migration): the
+/// store converts every record on the first open and rewrites its file in the new layout.
+@Suite("LogStore lightweight schema changes")
+struct LogSchemaConversionTests {
+    typealias T = LogIndexChangeTests
+
+    @Test func propertiesAddedWithDefaultsAndANewEntity() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try T.plainStore(url)
+        do {
+            let (container, store) = try T.open(url, TicketsGrown.Ticket.self)
+            let context = ModelContext(container)
+            let tickets = try context.fetch(FetchDescriptor<TicketsGrown.Ticket>(sortBy: [SortDescriptor(\.price)]))
+            #expect(tickets.count == T.count)
+            #expect(tickets.map(\.code) == (0..<T.count).map { "T\($0)" })
+            #expect(tickets.map(\.seat) == (0..<T.count).map { $0 % 50 })
+            #expect(tickets.allSatisfy { $0.note == nil && $0.currency == "EUR" && $0.stamps.isEmpty })
+            // The new shape saves: a stamp on one ticket, a note on another.
+            tickets[3].stamps.append(TicketsGrown.Stamp(mark: "validated"))
+            tickets[4].note = "window"
+            try context.save()
+            store.close()
+        }
+        let (container, store) = try T.open(url, TicketsGrown.Ticket.self)
+        #expect(store.openedFromCheckpoint, "the rewritten file has a checkpoint of the new layout")
+        let context = ModelContext(container)
+        let t3 = try context.fetch(FetchDescriptor<TicketsGrown.Ticket>(predicate: #Predicate { $0.code == "T3" }))
+        #expect(t3.first?.stamps.map(\.mark) == ["validated"])
+        let noted = try context.fetch(FetchDescriptor<TicketsGrown.Ticket>(predicate: #Predicate { $0.note != nil }))
+        #expect(noted.map(\.code) == ["T4"])
+        store.close()
+        // Going back would drop the new properties and the stamps: that needs a migration.
+        let error = #expect(throws: DataStoreError.schemaMismatch) { try T.open(url, TicketsPlain.Ticket.self) }
+        #expect(
+            error?.message.contains("Stamp records, which the schema lacks") == true, "\(String(describing: error))")
+    }
+
+    @Test func aPropertyRemovedAndOneRenamed() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try T.plainStore(url)
+        let (container, store) = try T.open(url, TicketsShrunk.Ticket.self)
+        let tickets = try ModelContext(container).fetch(
+            FetchDescriptor<TicketsShrunk.Ticket>(
+                predicate: #Predicate { $0.cost < 3 }, sortBy: [SortDescriptor(\.cost)]))
+        #expect(tickets.map(\.code) == ["T0", "T1", "T2"])
+        #expect(tickets.map(\.cost) == [0, 1, 2])
+        store.close()
+        let (again, againStore) = try T.open(url, TicketsShrunk.Ticket.self)
+        #expect(againStore.openedFromCheckpoint)
+        #expect(try ModelContext(again).fetchCount(FetchDescriptor<TicketsShrunk.Ticket>()) == T.count)
+        againStore.close()
+    }
+
+    @Test func changesThatNeedAMigrationAreRefusedAndTheFileKept() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try T.plainStore(url)
+        let before = directoryContents(directory.url)
+        let retyped = #expect(throws: DataStoreError.schemaMismatch) { try T.open(url, TicketsRetyped.Ticket.self) }
+        #expect(
+            retyped?.message.contains("needs a migration: Ticket.seat is seat: Int") == true,
+            "\(String(describing: retyped))")
+        let renamed = #expect(throws: DataStoreError.schemaMismatch) { try T.open(url, TicketsRenamed.Ticket.self) }
+        #expect(renamed?.message.contains("Ticket.row is new, not optional, and has no default value") == true)
+        #expect(directoryContents(directory.url) == before)
+        let (container, store) = try T.open(url, TicketsPlain.Ticket.self)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<TicketsPlain.Ticket>()) == T.count)
+        store.close()
+    }
+
+    /// External values are read whole, converted, and written to files named for their
+    /// new position; the old files go only after the new file is in place.
+    @Test func externalValuesMoveToTheirNewPosition() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        let payloads = (0..<20).map { LogExternalStorageTests.payload(UInt8($0), count: 5_000) }
+        func open(_ type: any PersistentModel.Type, fileSystem: (any LogFileSystem)? = nil) throws -> (
+            ModelContainer, LogStore
+        ) {
+            try T.open(url, type, fileSystem: fileSystem)
+        }
+        do {
+            let (container, store) = try open(ShotsBefore.Shot.self)
+            let context = ModelContext(container)
+            for (i, bytes) in payloads.enumerated() { context.insert(ShotsBefore.Shot(title: "S\(i)", bytes: bytes)) }
+            try context.save()
+            store.close()
+        }
+        let oldFiles = LogExternalStorageTests.blobs(url)
+        #expect(oldFiles.count == 20)
+
+        // A rewrite that fails at its rename leaves the old file and its values.
+        let fs = FaultInjectingFileSystem()
+        fs.arm(.rename, failOn: 1)
+        #expect(throws: DataStoreError.ioFailure) { try open(ShotsAfter.Shot.self, fileSystem: fs) }
+        #expect(LogExternalStorageTests.blobs(url) == oldFiles)
+        do {
+            let (container, store) = try open(ShotsBefore.Shot.self)
+            let shots = try ModelContext(container).fetch(
+                FetchDescriptor<ShotsBefore.Shot>(sortBy: [SortDescriptor(\.title)]))
+            #expect(Set(shots.map(\.bytes)) == Set(payloads))
+            store.close()
+        }
+
+        let (container, store) = try open(ShotsAfter.Shot.self)
+        let shots = try ModelContext(container).fetch(FetchDescriptor<ShotsAfter.Shot>())
+        #expect(shots.count == 20)
+        for shot in shots { #expect(shot.bytes == payloads[Int(shot.title.dropFirst())!]) }
+        #expect(shots.allSatisfy { $0.caption == nil })
+        let newFiles = LogExternalStorageTests.blobs(url)
+        #expect(newFiles.count == 20)
+        #expect(Set(newFiles).isDisjoint(with: oldFiles), "\(newFiles)")
+        store.close()
+        let (again, againStore) = try open(ShotsAfter.Shot.self)
+        let reread = try ModelContext(again).fetch(FetchDescriptor<ShotsAfter.Shot>())
+        #expect(Set(reread.map(\.bytes)) == Set(payloads))
+        againStore.close()
+    }
+
+    @Test func readOnlyTheRecordsAreConvertedAndNothingWritten() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        try T.plainStore(url)
+        let before = directoryContents(directory.url)
+        let (container, store) = try T.open(
+            url, TicketsGrown.Ticket.self, allowsSave: false, fileSystem: ReadOnlyFileSystem())
+        let tickets = try ModelContext(container).fetch(
+            FetchDescriptor<TicketsGrown.Ticket>(predicate: #Predicate { $0.seat == 7 }))
+        #expect(tickets.count == T.expectedSeat.count)
+        #expect(tickets.allSatisfy { $0.currency == "EUR" })
+        store.close()
+        #expect(directoryContents(directory.url) == before)
+    }
+
+    /// Dropping an entity would lose its records: that needs a migration.
+    @Test func anEntityTheSchemaLacksIsRefused() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        do {
+            let container = try ModelContainer(
+                for: Schema([TicketsPlain.Ticket.self, Chore.self]),
+                configurations: [
+                    LogStoreConfiguration(schema: Schema([TicketsPlain.Ticket.self, Chore.self]), url: url)
+                ])
+            let context = ModelContext(container)
+            context.insert(Chore(seq: 1, title: "Sweep", priority: 1, isCompleted: false, dueDate: nil))
+            try context.save()
+        }
+        let error = #expect(throws: DataStoreError.schemaMismatch) { try T.open(url, TicketsPlain.Ticket.self) }
+        #expect(error?.message.contains("Chore") == true)
+    }
+}
