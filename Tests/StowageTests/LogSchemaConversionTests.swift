@@ -78,6 +78,30 @@ enum ShotsAfter {
     }
 }
 
+/// The format samples' models, each grown by a property.
+enum SamplesGrown {
+    @Model final class LogSampleTrip {
+        var name: String
+        var startDate: Date
+        var budget: Double = 0
+        var note: String?
+        @Relationship(deleteRule: .cascade, inverse: \LogSampleItem.trip) var items: [LogSampleItem] = []
+        var rating: Int = 3
+        init(name: String) {
+            self.name = name
+            self.startDate = Date(timeIntervalSince1970: 0)
+        }
+    }
+
+    @Model final class LogSampleItem {
+        var name: String
+        var quantity: Int = 1
+        var packed: Bool?
+        var trip: LogSampleTrip?
+        init(name: String) { self.name = name }
+    }
+}
+
 /// Schema changes that need no migration plan (SwiftData's lightweight migration): the
 /// store converts every record on the first open and rewrites its file in the new layout.
 @Suite("LogStore lightweight schema changes")
@@ -236,5 +260,47 @@ struct LogSchemaConversionTests {
         }
         let error = #expect(throws: DataStoreError.schemaMismatch) { try T.open(url, TicketsPlain.Ticket.self) }
         #expect(error?.message.contains("Chore") == true)
+    }
+
+    /// Every sample, of every format version (records held in memory in versions 1 to 3,
+    /// by location in 4 and 5), converts: the same trips, items and links, with the new
+    /// properties' defaults, before and after the rewrite.
+    @Test(arguments: [
+        "trips-v1.stowlog", "trips-v1-torn.stowlog", "trips-v3.stowlog", "trips-v4.stowlog", "trips-v5.stowlog",
+    ])
+    func theSamplesConvert(_ name: String) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let sample = LogGoldenTests.samples.appendingPathComponent(name)
+        let original = directory.url.appendingPathComponent("original-" + name)
+        let url = directory.url.appendingPathComponent(name)
+        try FileManager.default.copyItem(at: sample, to: original)
+        try FileManager.default.copyItem(at: sample, to: url)
+        let expected: [String] = try {
+            let container = try ModelContainer(
+                for: LogSamples.schema,
+                configurations: [LogStoreConfiguration(schema: LogSamples.schema, url: original)])
+            let context = ModelContext(container)
+            return try context.fetch(FetchDescriptor<LogSampleTrip>()).map { trip in
+                "\(trip.name) \(trip.budget) \(trip.note ?? "-") "
+                    + trip.items.map { "\($0.name)x\($0.quantity)" }.sorted().joined(separator: ",")
+            }.sorted()
+        }()
+        #expect(!expected.isEmpty)
+        let grown = Schema([SamplesGrown.LogSampleTrip.self, SamplesGrown.LogSampleItem.self])
+        for round in 0..<2 {
+            let container = try ModelContainer(
+                for: grown, configurations: [LogStoreConfiguration(schema: grown, url: url)])
+            let context = ModelContext(container)
+            let trips = try context.fetch(FetchDescriptor<SamplesGrown.LogSampleTrip>())
+            let found = trips.map { trip in
+                "\(trip.name) \(trip.budget) \(trip.note ?? "-") "
+                    + trip.items.map { "\($0.name)x\($0.quantity)" }.sorted().joined(separator: ",")
+            }.sorted()
+            #expect(found == expected, "round \(round)")
+            #expect(trips.allSatisfy { $0.rating == 3 })
+            #expect(try context.fetch(FetchDescriptor<SamplesGrown.LogSampleItem>()).allSatisfy { $0.packed == nil })
+        }
+        #expect(try Data(contentsOf: url)[8] == LogFormat.version, "not rewritten in the current version")
     }
 }

@@ -12,9 +12,9 @@ import Foundation
 /// uniqueness constraints (an added constraint is checked against the records). Anything
 /// else, including an entity the store has and the schema lacks (its records would be
 /// lost), needs a migration and is refused.
-struct LogSchemaConversion {
+struct LogSchemaConversion: Sendable {
     /// Where one value of a converted record comes from.
-    enum Source {
+    enum Source: Sendable {
         /// The stored record's value at this position.
         case stored(Int)
         /// This value, for a property the store does not have.
@@ -101,5 +101,29 @@ struct LogSchemaConversion {
             }
         }
         return DefaultSnapshot(persistentIdentifier: snapshot.persistentIdentifier, values: values)
+    }
+}
+
+/// Records held by location in a file of the old layout, converted as they are read: the
+/// source of the table a converting open builds (`Formats/log.md`, versions 4 and 5), so
+/// that building its indexes and the rewrite read one record at a time instead of holding
+/// every converted record in memory.
+final class LogConvertingSource: SnapshotSource {
+    let base: LogRecordReader
+    let conversion: LogSchemaConversion
+
+    init(_ base: LogRecordReader, _ conversion: LogSchemaConversion) {
+        self.base = base
+        self.conversion = conversion
+    }
+
+    func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot {
+        conversion.convert(try base.snapshot(entity: entity, key: key, at: location), of: entity)
+    }
+
+    func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
+        -> DefaultSnapshot
+    {
+        conversion.convert(try base.snapshotWithoutExternalValues(entity: entity, key: key, at: location), of: entity)
     }
 }

@@ -388,27 +388,27 @@ extension LogStore {
         if externalUpgrade { description = description.withExternalFlags(of: live) }
         var newMap: LogEntityMap?
         if let conversion {
-            // Every record, read whole (with its external values) and converted; the table
-            // holds them in memory until the rewrite below writes them in the new layout.
-            var converted: [String: [Int64: DefaultSnapshot]] = [:]
-            for (name, records) in replay.liveRecords {
-                var byKey: [Int64: DefaultSnapshot] = [:]
-                byKey.reserveCapacity(records.keys.count)
-                for (position, key) in records.keys.enumerated() {
-                    let old: DefaultSnapshot
-                    if let reader, position < records.locations.count {
-                        old = try reader.snapshot(entity: name, key: key, at: records.locations[position])
-                    } else {
-                        old = records.snapshots[position]
+            if let reader {
+                // Records held by location are converted as they are read: to build the
+                // indexes, by the store's reads, and by the rewrite below.
+                table = replay.table(
+                    schema: schema, storeIdentifier: identifier, source: LogConvertingSource(reader, conversion))
+            } else {
+                // Versions 1 to 3 hold every record in memory: convert them there.
+                var converted: [String: [Int64: DefaultSnapshot]] = [:]
+                for (name, records) in replay.liveRecords {
+                    var byKey: [Int64: DefaultSnapshot] = [:]
+                    byKey.reserveCapacity(records.keys.count)
+                    for (key, old) in zip(records.keys, records.snapshots) {
+                        byKey[key] = conversion.convert(old, of: name)
                     }
-                    byKey[key] = conversion.convert(old, of: name)
+                    converted[name] = byKey
                 }
-                converted[name] = byKey
+                var convertedTable = SnapshotTable(schema: schema, storeIdentifier: identifier)
+                convertedTable.bulkLoad(converted)
+                convertedTable.nextPrimaryKey = max(convertedTable.nextPrimaryKey, replay.nextPrimaryKey)
+                table = convertedTable
             }
-            var convertedTable = SnapshotTable(schema: schema, storeIdentifier: identifier)
-            convertedTable.bulkLoad(converted)
-            convertedTable.nextPrimaryKey = max(convertedTable.nextPrimaryKey, replay.nextPrimaryKey)
-            table = convertedTable
             description = live
             newMap = LogEntityMap(
                 storeIdentifier: identifier, description: live, formatVersion: max(header.version, 2))
