@@ -78,6 +78,18 @@ enum ShotsAfter {
     }
 }
 
+/// The shot with its bytes kept in the log instead.
+enum ShotsInline {
+    @Model final class Shot {
+        var title: String
+        var bytes: Data
+        init(title: String, bytes: Data) {
+            self.title = title
+            self.bytes = bytes
+        }
+    }
+}
+
 /// The format samples' models, each grown by a property.
 enum SamplesGrown {
     @Model final class LogSampleTrip {
@@ -302,5 +314,38 @@ struct LogSchemaConversionTests {
             #expect(try context.fetch(FetchDescriptor<SamplesGrown.LogSampleItem>()).allSatisfy { $0.packed == nil })
         }
         #expect(try Data(contentsOf: url)[8] == LogFormat.version, "not rewritten in the current version")
+    }
+
+    /// An attribute moved out of external storage and back: the values go inline, then to
+    /// files again, and stay the same.
+    @Test func valuesMoveOutOfExternalStorageAndBack() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        let payloads = (0..<5).map { LogExternalStorageTests.payload(UInt8(40 + $0), count: 3_000) }
+        do {
+            let (container, store) = try T.open(url, ShotsBefore.Shot.self)
+            let context = ModelContext(container)
+            for (i, bytes) in payloads.enumerated() { context.insert(ShotsBefore.Shot(title: "S\(i)", bytes: bytes)) }
+            try context.save()
+            store.close()
+        }
+        #expect(LogExternalStorageTests.blobs(url).count == 5)
+        do {
+            let (container, store) = try T.open(url, ShotsInline.Shot.self)
+            let shots = try ModelContext(container).fetch(
+                FetchDescriptor<ShotsInline.Shot>(sortBy: [SortDescriptor(\.title)]))
+            #expect(shots.map(\.bytes) == payloads)
+            #expect(LogExternalStorageTests.blobs(url).isEmpty)
+            #expect(LogExternalStorageTests.contains(try Data(contentsOf: url), payloads[0]))
+            store.close()
+        }
+        let (container, store) = try T.open(url, ShotsBefore.Shot.self)
+        let shots = try ModelContext(container).fetch(
+            FetchDescriptor<ShotsBefore.Shot>(sortBy: [SortDescriptor(\.title)]))
+        #expect(shots.map(\.bytes) == payloads)
+        #expect(LogExternalStorageTests.blobs(url).count == 5)
+        #expect(!LogExternalStorageTests.contains(try Data(contentsOf: url), payloads[0]))
+        store.close()
     }
 }

@@ -45,6 +45,19 @@ enum BadgesIndexed {
     }
 }
 
+enum BadgesGrown {
+    @Model final class Badge {
+        var holder: String
+        var level: Int
+        var colour: String = "blue"
+        var expires: Date?
+        init(holder: String, level: Int) {
+            self.holder = holder
+            self.level = level
+        }
+    }
+}
+
 @Suite("stowage command-line tool")
 struct StowageToolTests {
     static let trips = "Formats/samples/trips-v1.stowlog"
@@ -79,6 +92,14 @@ struct StowageToolTests {
         let inspect = try Tool.run(["inspect", url.path])
         #expect(inspect.stdout.contains("indexes: (level, holder)"), "\(inspect.stdout)")
         #expect(inspect.stdout.contains("checkpoints:       1"), "\(inspect.stdout)")
+
+        // Two new properties: every record converted and rewritten in the new layout.
+        _ = try open(BadgesGrown.Badge.self)
+        let grown = try Tool.run(["verify", url.path])
+        #expect(grown.status == 0, "\(grown.transcript)")
+        let dump = try Tool.run(["dump", "--format", "jsonl", url.path])
+        #expect(dump.stdout.split(separator: "\n").count == 500, "\(dump.stdout.prefix(300))")
+        #expect(dump.stdout.contains(#""colour": "blue", "expires": null"#), "\(dump.stdout.prefix(300))")
     }
 
     // MARK: Help
