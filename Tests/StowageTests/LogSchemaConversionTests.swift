@@ -127,6 +127,7 @@ struct LogSchemaConversionTests {
         try T.plainStore(url)
         do {
             let (container, store) = try T.open(url, TicketsGrown.Ticket.self)
+            #expect(!store.openedFromCheckpoint)
             let context = ModelContext(container)
             let tickets = try context.fetch(FetchDescriptor<TicketsGrown.Ticket>(sortBy: [SortDescriptor(\.price)]))
             #expect(tickets.count == T.count)

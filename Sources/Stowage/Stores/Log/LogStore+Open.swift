@@ -386,6 +386,7 @@ extension LogStore {
         let needsUpgrade = externalUpgrade || (indexesChanged && configuration.allowsSave)
         var description = indexesChanged ? stored.withIndexes(of: live) : stored
         if externalUpgrade { description = description.withExternalFlags(of: live) }
+        let usedCheckpoint = indexEntries != nil || table != nil
         var newMap: LogEntityMap?
         if let conversion {
             if let reader {
@@ -443,7 +444,7 @@ extension LogStore {
                 ?? (externalUpgrade
                     ? LogEntityMap(storeIdentifier: identifier, description: description, formatVersion: 2) : map),
             description: description, createdAt: createdAt, report: report, needsUpgrade: needsUpgrade,
-            usedCheckpoint: indexEntries != nil || table != nil)
+            usedCheckpoint: usedCheckpoint)
     }
 
     /// The live external value references a version 4 checkpoint gives, with the commits
