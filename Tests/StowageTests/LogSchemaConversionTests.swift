@@ -349,4 +349,46 @@ struct LogSchemaConversionTests {
         #expect(!LogExternalStorageTests.contains(try Data(contentsOf: url), payloads[0]))
         store.close()
     }
+
+    /// A converting open that fails at any write, sync, rename or directory sync leaves a
+    /// store that the new schema opens with every value: the old file (converted again) or
+    /// the new one. Files of neither layout are left behind.
+    @Test func aConversionThatFailsAnywhereLosesNothing() throws {
+        let payloads = (0..<6).map { LogExternalStorageTests.payload(UInt8(90 + $0), count: 2_000) }
+        var injected = 0
+        for operation in FaultInjectingFileSystem.Operation.allCases {
+            for n in 1...6 {
+                let directory = LogTestDirectory.fresh()
+                defer { directory.remove() }
+                let url = directory.storeURL
+                do {
+                    let (container, store) = try T.open(url, ShotsBefore.Shot.self)
+                    let context = ModelContext(container)
+                    for (i, bytes) in payloads.enumerated() {
+                        context.insert(ShotsBefore.Shot(title: "S\(i)", bytes: bytes))
+                    }
+                    try context.save()
+                    store.close()
+                }
+                let fs = FaultInjectingFileSystem()
+                fs.arm(operation, failOn: n)
+                do {
+                    let (_, store) = try T.open(url, ShotsAfter.Shot.self, fileSystem: fs)
+                    store.close()
+                } catch let error as DataStoreError {
+                    #expect(error.code == .ioFailure, "\(operation) \(n): \(error)")
+                }
+                injected += fs.injected.count
+                let (container, store) = try T.open(url, ShotsAfter.Shot.self)
+                let shots = try ModelContext(container).fetch(FetchDescriptor<ShotsAfter.Shot>())
+                #expect(shots.count == payloads.count, "\(operation) \(n)")
+                for shot in shots {
+                    #expect(shot.bytes == payloads[Int(shot.title.dropFirst())!], "\(operation) \(n): \(shot.title)")
+                }
+                store.close()
+                #expect(LogExternalStorageTests.blobs(url).count == payloads.count, "\(operation) \(n)")
+            }
+        }
+        #expect(injected > 10, "too few of the failures were reached")
+    }
 }
