@@ -391,4 +391,45 @@ struct LogSchemaConversionTests {
         }
         #expect(injected > 10, "too few of the failures were reached")
     }
+
+    /// The JSON store converts the same changes as it reads its document, and writes the
+    /// new layout with its next save.
+    @Test func theJSONStoreConvertsToo() throws {
+        func store(_ name: String, _ type: any PersistentModel.Type, at url: URL) throws -> ModelContainer {
+            try ModelContainer(
+                for: Schema([type]),
+                configurations: [JSONStoreConfiguration(name: name, schema: Schema([type]), fileURL: url)])
+        }
+        let url = JSONTest.freshURL()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        let other = url.deletingLastPathComponent().appendingPathComponent("other.json")
+        for target in [url, other] {
+            let context = ModelContext(try store("plain", TicketsPlain.Ticket.self, at: target))
+            for i in 0..<100 { context.insert(TicketsPlain.Ticket(code: "T\(i)", seat: i % 50, price: Double(i))) }
+            try context.save()
+        }
+        let before = try Data(contentsOf: url)
+        #expect(throws: DataStoreError.schemaMismatch) { try store("retyped", TicketsRetyped.Ticket.self, at: url) }
+
+        do {
+            let context = ModelContext(try store("grown", TicketsGrown.Ticket.self, at: url))
+            let tickets = try context.fetch(FetchDescriptor<TicketsGrown.Ticket>(sortBy: [SortDescriptor(\.price)]))
+            #expect(tickets.map(\.code) == (0..<100).map { "T\($0)" })
+            #expect(tickets.allSatisfy { $0.note == nil && $0.currency == "EUR" && $0.stamps.isEmpty })
+            #expect(try Data(contentsOf: url) == before, "opening wrote the document")
+            tickets[1].stamps.append(TicketsGrown.Stamp(mark: "ok"))
+            try context.save()
+        }
+        let document = try #require(String(data: try Data(contentsOf: url), encoding: .utf8))
+        #expect(document.contains(#""currency""#) && document.contains(#""Stamp""#))
+        let context = ModelContext(try store("grown", TicketsGrown.Ticket.self, at: url))
+        let t1 = try context.fetch(FetchDescriptor<TicketsGrown.Ticket>(predicate: #Predicate { $0.code == "T1" }))
+        #expect(t1.first?.stamps.map(\.mark) == ["ok"])
+        #expect(t1.first?.currency == "EUR")
+
+        let shrunk = try ModelContext(try store("shrunk", TicketsShrunk.Ticket.self, at: other)).fetch(
+            FetchDescriptor<TicketsShrunk.Ticket>(
+                predicate: #Predicate { $0.cost < 2 }, sortBy: [SortDescriptor(\.cost)]))
+        #expect(shrunk.map(\.code) == ["T0", "T1"])
+    }
 }

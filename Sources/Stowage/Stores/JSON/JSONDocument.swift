@@ -286,13 +286,40 @@ enum JSONDocument {
         // The JSON store keeps external-storage values inline: that flag is not part of its schema.
         // Indexes (`#Index`) and uniqueness constraints may differ: they are built from the
         // records (which must then hold no duplicates), and the next save writes the schema's.
+        // So may whatever else needs no migration plan (`LogSchemaConversion`): each record is
+        // read by the stored names and takes the new properties' values.
         let described = LogSchemaDescription(schema).withoutExternalFlags
         var uniquenessChanged = false
+        var conversion: LogSchemaConversion?
         if let difference = stored.difference(from: described) {
-            guard stored.indexChange(to: described).only else {
-                throw Problem(.schemaMismatch, "the schema does not match the store's: \(difference)")
+            if !stored.indexChange(to: described).only {
+                do {
+                    conversion = try LogSchemaConversion.make(from: stored, to: described, schema: schema)
+                } catch {
+                    throw Problem(
+                        .schemaMismatch,
+                        "the schema does not match the store's: \(difference); it needs a migration: \(error.reason)")
+                }
             }
-            uniquenessChanged = !stored.indexChange(to: described).addedUniqueness.isEmpty
+            uniquenessChanged = !stored.addedUniqueness(in: described).isEmpty
+        }
+        // For each entity, the property each stored field fills (`nil`: a removed one), and
+        // the values of the properties the store does not have.
+        var fieldPositions: [String: [String: Int?]] = [:]
+        var newValues: [String: [Int: SnapshotValue]] = [:]
+        if let conversion {
+            for entity in stored.entities {
+                guard let sources = conversion.entities[entity.name] else { continue }
+                var positions: [String: Int?] = Dictionary(
+                    uniqueKeysWithValues: entity.properties.map { ($0.name, nil) })
+                for (position, source) in sources.enumerated() {
+                    switch source {
+                    case .stored(let from): positions[entity.properties[from].name] = position
+                    case .value(let value): newValues[entity.name, default: [:]][position] = value
+                    }
+                }
+                fieldPositions[entity.name] = positions
+            }
         }
 
         // Records, then the references between them.
@@ -333,7 +360,10 @@ enum JSONDocument {
                 }
                 var values = [SnapshotValue?](repeating: nil, count: entity.properties.count)
                 for (field, json) in fields {
-                    guard let index = entity.indexByName[field] else {
+                    let converted = fieldPositions[entityName]?[field]
+                    if let converted, converted == nil { continue }  // a removed property
+                    guard let index = converted ?? (fieldPositions[entityName] == nil ? entity.indexByName[field] : nil)
+                    else {
                         throw .corrupt(
                             "\(entityName) record \(key), field \"\(field)\": the schema has no such property")
                     }
@@ -403,7 +433,9 @@ enum JSONDocument {
                 }
                 for (index, value) in values.enumerated() where value == nil {
                     let property = entity.properties[index]
-                    if property.isOptional && property.relationship?.isToOne != false {
+                    if let new = newValues[entityName]?[index] {
+                        values[index] = new
+                    } else if property.isOptional && property.relationship?.isToOne != false {
                         values[index] = .null
                     } else if let relationship = property.relationship, !relationship.isToOne {
                         values[index] = .array([])
