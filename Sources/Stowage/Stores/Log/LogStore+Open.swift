@@ -32,36 +32,32 @@ extension LogStore {
         path: String, directory: String, schema: Schema, configuration: LogStoreConfiguration
     ) throws -> Opened {
         let fs = configuration.fileSystem
-        if !configuration.allowsSave {
-            let (fd, lockFD) = try fs.openReadOnlyStore(path: path, directory: directory, kind: "log store")
+        let fd: Int32
+        let lockFD: Int32
+        if configuration.allowsSave {
+            lockFD = try fs.lockStore(path: path, directory: directory, kind: "log store")
             do {
-                return try openExisting(
-                    fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema,
-                    configuration: configuration)
+                // A compaction that did not reach its rename leaves this behind; the lock is ours.
+                try fs.remove(path + ".compact")
+                guard let existing = try fs.open(path, mode: .existing) else {
+                    return try create(
+                        lockFD: lockFD, path: path, directory: directory, schema: schema,
+                        configuration: configuration)
+                }
+                fd = existing
             } catch {
-                fs.close(fd)
-                if lockFD >= 0 { fs.close(lockFD) }
+                fs.close(lockFD)
                 throw error
             }
+        } else {
+            (fd, lockFD) = try fs.openReadOnlyStore(path: path, directory: directory, kind: "log store")
         }
-        let lockFD = try fs.lockStore(path: path, directory: directory, kind: "log store")
         do {
-            // A compaction that did not reach its rename leaves this behind; the lock is ours.
-            try fs.remove(path + ".compact")
-            if let fd = try fs.open(path, mode: .existing) {
-                do {
-                    return try openExisting(
-                        fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema,
-                        configuration: configuration)
-                } catch {
-                    fs.close(fd)
-                    throw error
-                }
-            }
-            return try create(
-                lockFD: lockFD, path: path, directory: directory, schema: schema, configuration: configuration)
+            return try openExisting(
+                fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema, configuration: configuration)
         } catch {
-            fs.close(lockFD)
+            fs.close(fd)
+            if lockFD >= 0 { fs.close(lockFD) }
             throw error
         }
     }
