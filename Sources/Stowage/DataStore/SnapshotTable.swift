@@ -57,6 +57,24 @@ public struct SnapshotTable: Sendable {
     /// The number of records of every entity.
     public var count: Int { entities.values.reduce(0) { $0 + $1.rows.count } }
 
+    /// The uniqueness constraints that records built into the table without checks (a
+    /// bulk load) break, by entity name in order: a unique index keeps one entry for
+    /// records with equal values, so it has `surplus` fewer entries than the entity has
+    /// records.
+    func brokenUniqueness() -> [(entity: String, constraint: [String], index: Int, surplus: Int)] {
+        var broken: [(entity: String, constraint: [String], index: Int, surplus: Int)] = []
+        for (name, records) in entities.sorted(by: { $0.key < $1.key }) {
+            let constraints = schema.entitiesByName[name]?.uniquenessConstraints ?? []
+            for (constraint, position) in records.uniqueIndex.enumerated()
+            where constraint < constraints.count && records.indexes[position].tree.count != records.rows.count {
+                broken.append(
+                    (name, constraints[constraint], position, records.rows.count - records.indexes[position].tree.count)
+                )
+            }
+        }
+        return broken
+    }
+
     /// Every record of `entityName`, in primary-key order.
     /// - Throws: when a record held by location cannot be read back.
     public func allSnapshots(of entityName: String) throws -> [DefaultSnapshot] {

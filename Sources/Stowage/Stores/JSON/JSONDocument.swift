@@ -289,10 +289,10 @@ enum JSONDocument {
         // So may whatever else needs no migration plan (`LogSchemaConversion`): each record is
         // read by the stored names and takes the new properties' values.
         let described = LogSchemaDescription(schema).withoutExternalFlags
-        var uniquenessChanged = false
+        var addedUniqueness: [String: [[String]]] = [:]
         var conversion: LogSchemaConversion?
         if let difference = stored.difference(from: described) {
-            if !stored.indexChange(to: described).only {
+            if !stored.differsOnlyInIndexes(from: described) {
                 do {
                     conversion = try LogSchemaConversion.make(from: stored, to: described, schema: schema)
                 } catch {
@@ -301,7 +301,7 @@ enum JSONDocument {
                         "the schema does not match the store's: \(difference); it needs a migration: \(error.reason)")
                 }
             }
-            uniquenessChanged = !stored.addedUniqueness(in: described).isEmpty
+            addedUniqueness = stored.addedUniqueness(in: described)
         }
         // For each entity, the property each stored field fills (`nil`: a removed one), and
         // the values of the properties the store does not have.
@@ -459,37 +459,30 @@ enum JSONDocument {
         var table = SnapshotTable(schema: schema, storeIdentifier: storeIdentifier)
         table.bulkLoad(live)
         table.nextPrimaryKey = max(storedNextKey, maximumKey + 1)
-        do {
-            try checkUniqueness(table)
-        } catch {
-            // Records that break a constraint are damage, unless the schema adds one: then
-            // they are taken to break that one.
-            throw uniquenessChanged
-                ? Problem(
-                    .schemaMismatch, "the schema adds a uniqueness constraint the records break: \(error.message)")
-                : error
-        }
+        try checkUniqueness(table, added: addedUniqueness)
         return table
     }
 
     /// Two records with equal values for a uniqueness constraint collapse into one index
     /// entry; find them and say which.
-    private static func checkUniqueness(_ table: SnapshotTable) throws(Problem) {
-        for (name, records) in table.entities.sorted(by: { $0.key < $1.key }) {
-            for (constraint, position) in records.uniqueIndex.enumerated()
-            where records.indexes[position].tree.count != records.rows.count {
-                let index = records.indexes[position]
-                var seen: [IndexKey: Int64] = [:]
-                for (key, row) in records.rows {
-                    guard case .snapshot(let snapshot) = row else { continue }
-                    if let first = seen.updateValue(key, forKey: index.tupleKey(snapshot)) {
-                        let names = table.schema.entitiesByName[name]?.uniquenessConstraints[constraint] ?? []
-                        throw .corrupt(
-                            "\(name) records \(first) and \(key) have the same \(names.joined(separator: ", ")), "
-                                + "which must be unique (field \"\(names.first ?? "")\")")
-                    }
-                }
+    private static func checkUniqueness(_ table: SnapshotTable, added: [String: [[String]]]) throws(Problem) {
+        guard let broken = table.brokenUniqueness().first, let records = table.entities[broken.entity] else { return }
+        let index = records.indexes[broken.index]
+        var seen: [IndexKey: Int64] = [:]
+        for (key, row) in records.rows {
+            guard case .snapshot(let snapshot) = row else { continue }
+            guard let first = seen.updateValue(key, forKey: index.tupleKey(snapshot)) else { continue }
+            let names = broken.constraint
+            let which =
+                "\(broken.entity) records \(first) and \(key) have the same \(names.joined(separator: ", ")), "
+            // Records that break a constraint the schema adds are not damage.
+            if added[broken.entity]?.contains(names) == true {
+                throw Problem(
+                    .schemaMismatch,
+                    "the schema adds a uniqueness constraint the records break: \(which)"
+                        + "which must be unique")
             }
+            throw .corrupt(which + "which must be unique (field \"\(names.first ?? "")\")")
         }
     }
 }

@@ -114,14 +114,13 @@ struct LogSchemaDescription: Equatable, Sendable {
     }
 
     /// Whether `live` differs from this description in its indexes or uniqueness
-    /// constraints alone, and which constraints it adds, by entity name: those need the
-    /// records checked before they can be trusted.
-    func indexChange(to live: LogSchemaDescription) -> (addedUniqueness: [String: [[String]]], only: Bool) {
-        guard withIndexes(of: live).difference(from: live) == nil else { return ([:], false) }
-        return (addedUniqueness(in: live), true)
+    /// constraints alone, if at all.
+    func differsOnlyInIndexes(from live: LogSchemaDescription) -> Bool {
+        withIndexes(of: live).difference(from: live) == nil
     }
 
-    /// The uniqueness constraints `live` has and this description does not, by entity name.
+    /// The uniqueness constraints `live` has and this description does not, by entity name:
+    /// those need the records checked before they can be trusted.
     func addedUniqueness(in live: LogSchemaDescription) -> [String: [[String]]] {
         var added: [String: [[String]]] = [:]
         let stored = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })

@@ -162,8 +162,7 @@ extension LogStore {
         var addedUniqueness: [String: [[String]]] = [:]
         var conversion: LogSchemaConversion?
         if let difference = stored.difference(from: compared) {
-            let change = stored.indexChange(to: compared)
-            if !change.only {
+            if !stored.differsOnlyInIndexes(from: compared) {
                 do {
                     conversion = try LogSchemaConversion.make(from: stored, to: compared, schema: schema)
                 } catch {
@@ -418,20 +417,15 @@ extension LogStore {
             table
             ?? replay.table(
                 schema: schema, storeIdentifier: identifier, indexEntries: indexEntries ?? [:], source: reader)
-        // A unique index holds one entry for records with equal values: fewer entries than
-        // records means the records break a constraint the schema adds.
-        for (name, records) in built.entities.sorted(by: { $0.key < $1.key }) {
-            let constraints = schema.entitiesByName[name]?.uniquenessConstraints ?? []
-            for (constraint, position) in records.uniqueIndex.enumerated()
-            where constraint < constraints.count && addedUniqueness[name]?.contains(constraints[constraint]) == true
-                && records.indexes[position].tree.count != records.rows.count
-            {
-                throw DataStoreError(
-                    .schemaMismatch,
-                    "\(path): the schema makes \(name)'s \(constraints[constraint].joined(separator: ", ")) unique, "
-                        + "but the store holds \(records.rows.count - records.indexes[position].tree.count) more "
-                        + "records than distinct values of it; the store was not rewritten")
-            }
+        // Records may break a constraint the schema adds (one the file has, they keep).
+        if let broken = built.brokenUniqueness().first(where: {
+            addedUniqueness[$0.entity]?.contains($0.constraint) == true
+        }) {
+            throw DataStoreError(
+                .schemaMismatch,
+                "\(path): the schema makes \(broken.entity)'s \(broken.constraint.joined(separator: ", ")) unique, "
+                    + "but the store holds \(broken.surplus) more records than distinct values of it; the store "
+                    + "was not rewritten")
         }
         return Opened(
             table: built,
