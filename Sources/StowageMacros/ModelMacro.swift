@@ -78,7 +78,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 if let observation = _$observation {
                     return observation
                 }
-                let observation = Stowage._ModelObservation()
+                let observation = _$backingData?._firstObservation() ?? Stowage._ModelObservation()
                 _$observation = observation
                 return observation
             }

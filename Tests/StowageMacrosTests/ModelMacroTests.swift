@@ -170,7 +170,7 @@ struct ModelMacroTests {
                         if let observation = _$observation {
                             return observation
                         }
-                        let observation = Stowage._ModelObservation()
+                        let observation = _$backingData?._firstObservation() ?? Stowage._ModelObservation()
                         _$observation = observation
                         return observation
                     }
@@ -322,7 +322,7 @@ struct ModelMacroTests {
                             if let observation = _$observation {
                                 return observation
                             }
-                            let observation = Stowage._ModelObservation()
+                            let observation = _$backingData?._firstObservation() ?? Stowage._ModelObservation()
                             _$observation = observation
                             return observation
                         }
@@ -385,7 +385,7 @@ struct ModelMacroTests {
                         if let observation = _$observation {
                             return observation
                         }
-                        let observation = Stowage._ModelObservation()
+                        let observation = _$backingData?._firstObservation() ?? Stowage._ModelObservation()
                         _$observation = observation
                         return observation
                     }

@@ -95,6 +95,94 @@ struct ObservationTests {
         #expect(check.map(\.budget) == [3])
     }
 
+    /// `enumerate` gives the models of a batch one registrar (Stowage's own): the observer
+    /// of a changed model always hears of the change, and so do the observers of the same
+    /// property of the other models of its batch, but not those of other batches, nor of
+    /// models a plain fetch made.
+    @Test(arguments: [StoreFactory.memory, StoreFactory.log])
+    func enumeratedModelsTellTheirObserversOfEachChange(_ factory: StoreFactory) throws {
+        let container = try factory.container()
+        let writer = ModelContext(container)
+        for i in 0..<12 { writer.insert(Trip(name: "trip \(i < 10 ? "0" : "")\(i)", destination: "D\(i)")) }
+        try writer.save()
+
+        let context = ModelContext(container)
+        var kept: [(trip: Trip, watch: Watch)] = []
+        try context.enumerate(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]), batchSize: 5) { trip in
+            let watch = Watch()
+            watch.arm { _ = trip.destination }
+            kept.append((trip, watch))
+        }
+        #expect(kept.map(\.trip.name) == (0..<12).map { "trip \($0 < 10 ? "0" : "")\($0)" })
+        let fetched = try #require(try ModelContext(container).fetch(FetchDescriptor<Trip>()).first)
+        let plain = Watch()
+        plain.arm { _ = fetched.destination }
+
+        // Batches of 5: trips 0-4, 5-9 and 10-11.
+        kept[0].trip.destination = "changed 0"
+        #expect(kept.map(\.watch.count) == [1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0])
+        kept[7].trip.destination = "changed 7"
+        #expect(kept.map(\.watch.count) == [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0])
+        kept[11].trip.destination = "changed 11"
+        #expect(kept.map(\.watch.count) == Array(repeating: 1, count: 12))
+        #expect(plain.count == 0, "a change to an enumerated model reached a fetched model's observer")
+        // A property nobody read tells no one.
+        let again = Watch()
+        again.arm { _ = kept[3].trip.destination }
+        kept[4].trip.budget = 5
+        #expect(again.count == 0)
+        kept[3].trip.destination = "changed 3"
+        #expect(again.count == 1)
+
+        try context.save()
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]))
+        #expect(stored.map(\.destination)[0...3] == ["changed 0", "D1", "D2", "changed 3"])
+        #expect(stored.map(\.destination)[7] == "changed 7")
+        #expect(stored.map(\.destination)[11] == "changed 11")
+    }
+
+    /// The sharing is for the models a batch makes, read while the block has them: a batch
+    /// of a nested enumeration has its own, the outer batch's is back after it, and a model
+    /// kept past the enumeration and first read then gets a registrar of its own.
+    @Test(arguments: [StoreFactory.memory, StoreFactory.log])
+    func onlyABatchsOwnModelsShareItsRegistrar(_ factory: StoreFactory) throws {
+        let container = try factory.container()
+        let writer = ModelContext(container)
+        for i in 0..<6 { writer.insert(Trip(name: "trip \(i)")) }
+        try writer.save()
+
+        let context = ModelContext(container)
+        var unread: [Trip] = []
+        var outer: [_ModelObservation] = []
+        var inner: [_ModelObservation] = []
+        var outerAfterInner: [_ModelObservation] = []
+        try context.enumerate(FetchDescriptor<Trip>(), batchSize: 3) { trip in
+            unread.append(trip)
+            outer.append(trip.persistentBackingData._firstObservation())
+            guard outer.count == 1 else { return }
+            try context.enumerate(FetchDescriptor<Trip>(), batchSize: 10) { nested in
+                inner.append(nested.persistentBackingData._firstObservation())
+            }
+            outerAfterInner.append(trip.persistentBackingData._firstObservation())
+        }
+        #expect(outer.count == 6 && inner.count == 6)
+        #expect(outer[1] === outer[0] && outer[2] === outer[0], "the first batch's models did not share")
+        #expect(outer[4] === outer[3] && outer[5] === outer[3], "the second batch's models did not share")
+        #expect(outer[0] !== outer[3], "two batches shared one registrar")
+        #expect(inner.allSatisfy { $0 === inner[0] } && inner[0] !== outer[0], "the nested batch did not have its own")
+        #expect(outerAfterInner.count == 1 && outerAfterInner[0] === outer[0], "the nested batch took the outer one's")
+
+        // After the enumeration, each model's first read gets its own.
+        #expect(
+            unread[0].persistentBackingData._firstObservation() !== unread[1].persistentBackingData._firstObservation())
+        let watch = Watch()
+        watch.arm { _ = unread[0].name }
+        unread[1].name = "renamed"
+        #expect(watch.count == 0, "a model first read after the enumeration shared a registrar")
+        unread[0].name = "renamed too"
+        #expect(watch.count == 1)
+    }
+
     @Test func relationshipsAreObserved() {
         let trip = Trip(name: "with items")
         let watch = Watch()

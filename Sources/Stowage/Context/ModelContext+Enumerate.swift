@@ -25,7 +25,12 @@ extension ModelContext {
     /// however many models match.
     ///
     /// Models the context already had stay registered, and so does a loaded model while
-    /// the block keeps it; the others are freed as the block lets them go. With `allowEscapingMutations`
+    /// the block keeps it; the others are freed as the block lets them go.
+    ///
+    /// Stowage's own: the models one batch loads share one observation registrar (see
+    /// ``ModelBackingData/_firstObservation()``). An observer of one of them is told of every
+    /// change to what it read, and may also be told of a change to the same property of
+    /// another model of its batch. SwiftData gives each model its own registrar. With `allowEscapingMutations`
     /// `false`, a block that leaves unsaved changes on a model it was handed makes the
     /// enumeration throw ``SwiftDataError/escapingMutationsInEnumeration``; with `true`,
     /// changed models stay registered until saved.
@@ -56,6 +61,12 @@ extension ModelContext {
             var known = registered.registrations
             var lookUp = false
             let changesBefore = changeCount
+            // The models this batch makes share one observation registrar while the block
+            // has them (`ModelBackingData._firstObservation()`); a nested enumeration's
+            // batch has its own, and this one's is back when it returns.
+            let outerObservation = link.batchObservation
+            link.batchObservation = _ModelObservation()
+            defer { link.batchObservation = outerObservation }
             for (id, found) in zip(batch, existing) {
                 let model: any PersistentModel
                 if let found {

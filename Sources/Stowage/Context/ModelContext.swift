@@ -142,6 +142,9 @@ public final class ModelContext {
     /// more allocation each.
     final class Link {
         weak var context: ModelContext?
+        /// The observation registrar the models of the batch ``enumerate(_:batchSize:allowEscapingMutations:block:)``
+        /// is handing out share, while it hands them out (see ``ModelBackingData/_firstObservation()``).
+        var batchObservation: _ModelObservation?
     }
     let link = Link()
 
@@ -456,6 +459,7 @@ public final class ModelContext {
         let model = entity.modelType.init(backingData: data)
         data.context = self
         if provisionally {
+            data.sharesBatchObservation = true
             registered.registerProvisionally(model, data: data, for: id)
         } else {
             registered.register(model, data: data, for: id)

@@ -9,7 +9,9 @@ import Observation
 ///
 /// Stowage's own: SwiftData's models make their registrar with the model. Observers see
 /// the same notifications: a write to a property nobody has read tells no one, as it
-/// would tell no one there.
+/// would tell no one there. The models of one batch of `ModelContext.enumerate` share one
+/// registrar (``ModelBackingData/_firstObservation()``), whose observers may also be told
+/// of a change to another model of the batch.
 ///
 /// A model, like SwiftData's, is not `Sendable`: the first reads of one model from two
 /// threads at once could each make a registrar, and an observer could then miss a change.
