@@ -87,6 +87,20 @@ enum TicketsUniqueSeat {
     }
 }
 
+enum TicketsUniqueCodeAndPrice {
+    @Model final class Ticket {
+        @Attribute(.unique) var code: String
+        var seat: Int
+        var price: Double
+        #Unique<Ticket>([\.price])
+        init(code: String, seat: Int, price: Double) {
+            self.code = code
+            self.seat = seat
+            self.price = price
+        }
+    }
+}
+
 /// Adding, removing or changing `#Index`, `#Unique` or `@Attribute(.unique)` is not a
 /// schema mismatch: the store opens, builds the indexes from its records (never from a
 /// checkpoint of the old ones), checks an added constraint against them, and rewrites its
@@ -341,5 +355,40 @@ struct LogIndexChangeTests {
         context.insert(TicketsUniqueCode.Ticket(code: "T7", seat: 99, price: 7.5))
         try context.save()
         #expect(try context.fetchCount(FetchDescriptor<TicketsUniqueCode.Ticket>()) == 200)
+    }
+
+    /// Records that break a constraint the document already had are damage, a
+    /// `corruptStore`, even when the schema also adds a constraint (which they keep): only
+    /// a duplicate under an added constraint is a `schemaMismatch`.
+    @Test func theJSONStoreCallsABrokenOldConstraintDamageWhenTheSchemaAddsAnother() throws {
+        let url = JSONTest.freshURL()
+        defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+        func open(_ type: any PersistentModel.Type) throws -> ModelContainer {
+            try ModelContainer(
+                for: Schema([type]),
+                configurations: [JSONStoreConfiguration(name: "tickets", schema: Schema([type]), fileURL: url)])
+        }
+        do {
+            let context = ModelContext(try open(TicketsUniqueCode.Ticket.self))
+            for i in 0..<200 { context.insert(TicketsUniqueCode.Ticket(code: "T\(i)", seat: i % 50, price: Double(i))) }
+            try context.save()
+        }
+        // Ticket T1 gets T0's code, as a hand edit or a damaged copy might give it.
+        let written = try #require(String(data: try Data(contentsOf: url), encoding: .utf8))
+        #expect(written.components(separatedBy: "\"T1\"").count == 2, "the code T1 is not written once")
+        try Data(written.replacingOccurrences(of: "\"T1\"", with: "\"T0\"").utf8).write(to: url)
+        let damaged = try Data(contentsOf: url)
+
+        let same = #expect(throws: DataStoreError.corruptStore) { try open(TicketsUniqueCode.Ticket.self) }
+        #expect(same?.message.contains("the same code") == true, "\(String(describing: same))")
+        let added = #expect(throws: DataStoreError.corruptStore) { try open(TicketsUniqueCodeAndPrice.Ticket.self) }
+        #expect(added?.message.contains("the same code") == true, "\(String(describing: added))")
+        #expect(added?.message.contains("adds") == false, "\(String(describing: added))")
+        #expect(try Data(contentsOf: url) == damaged, "opening changed the document")
+
+        // The same document with T1's code back opens under the added constraint.
+        try Data(written.utf8).write(to: url)
+        let context = ModelContext(try open(TicketsUniqueCodeAndPrice.Ticket.self))
+        #expect(try context.fetchCount(FetchDescriptor<TicketsUniqueCodeAndPrice.Ticket>()) == 200)
     }
 }
