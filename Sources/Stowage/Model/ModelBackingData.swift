@@ -67,8 +67,8 @@ public final class ModelBackingData {
     /// Whether the model is registered in `context`: no weak load.
     func isRegistered(in context: ModelContext) -> Bool { contextLink === context.link }
     var isDeleted = false
-    /// Whether `enumerate` made the model, which then shares its batch's observation
-    /// registrar if first read while the batch is handed out (``_firstObservation()``).
+    /// Whether `enumerate` made the model, which then shares the observation registrar of
+    /// the batch its context is handing out when it is first read (``_firstObservation()``).
     /// Beside `isDeleted`, in the word it pads out.
     var sharesBatchObservation = false
     /// Where the next ``setInitialValue(_:forKey:)`` probably writes: the one after the last.
@@ -102,9 +102,10 @@ public final class ModelBackingData {
 
     /// The observation registrar for a model's first property read. `@Model` calls this.
     ///
-    /// A model that `ModelContext.enumerate` made, first read while its batch is being
-    /// handed to the block, shares one registrar with the rest of that batch; any other
-    /// model gets a registrar of its own.
+    /// A model that `ModelContext.enumerate` made, first read while an enumeration of its
+    /// context is handing a batch to its block (its own batch, as a rule, unless the block
+    /// kept it for a later one), shares that batch's registrar; any other model gets a
+    /// registrar of its own.
     ///
     /// Stowage's own: SwiftData gives every model its own registrar. Making and freeing one
     /// for each enumerated model was a fifth of an enumeration's time (two allocations and a
