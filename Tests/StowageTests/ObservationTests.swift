@@ -156,9 +156,13 @@ struct ObservationTests {
         var outer: [_ModelObservation] = []
         var inner: [_ModelObservation] = []
         var outerAfterInner: [_ModelObservation] = []
+        var keptForLater: [_ModelObservation] = []
         try context.enumerate(FetchDescriptor<Trip>(), batchSize: 3) { trip in
             unread.append(trip)
             outer.append(trip.persistentBackingData._firstObservation())
+            // A model of the first batch, kept and first read in the second, shares the
+            // second's registrar.
+            if outer.count == 4 { keptForLater.append(unread[2].persistentBackingData._firstObservation()) }
             guard outer.count == 1 else { return }
             try context.enumerate(FetchDescriptor<Trip>(), batchSize: 10) { nested in
                 inner.append(nested.persistentBackingData._firstObservation())
@@ -171,6 +175,8 @@ struct ObservationTests {
         #expect(outer[0] !== outer[3], "two batches shared one registrar")
         #expect(inner.allSatisfy { $0 === inner[0] } && inner[0] !== outer[0], "the nested batch did not have its own")
         #expect(outerAfterInner.count == 1 && outerAfterInner[0] === outer[0], "the nested batch took the outer one's")
+        #expect(
+            keptForLater.count == 1 && keptForLater[0] === outer[3], "a kept model read later took another registrar")
 
         // After the enumeration, each model's first read gets its own.
         #expect(
