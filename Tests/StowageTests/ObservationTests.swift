@@ -141,9 +141,10 @@ struct ObservationTests {
         #expect(stored.map(\.destination)[11] == "changed 11")
     }
 
-    /// The sharing is for the models a batch makes, read while the block has them: a batch
-    /// of a nested enumeration has its own, the outer batch's is back after it, and a model
-    /// kept past the enumeration and first read then gets a registrar of its own.
+    /// The sharing is for the models an enumeration makes, first read while it hands out a
+    /// batch: a batch of a nested enumeration has its own registrar, the outer batch's is
+    /// back after it, a model kept for a later batch and first read there shares that
+    /// batch's, and a model kept past the enumeration and first read then gets its own.
     @Test(arguments: [StoreFactory.memory, StoreFactory.log])
     func onlyABatchsOwnModelsShareItsRegistrar(_ factory: StoreFactory) throws {
         let container = try factory.container()

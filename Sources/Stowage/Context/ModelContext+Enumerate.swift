@@ -25,15 +25,15 @@ extension ModelContext {
     /// however many models match.
     ///
     /// Models the context already had stay registered, and so does a loaded model while
-    /// the block keeps it; the others are freed as the block lets them go.
+    /// the block keeps it; the others are freed as the block lets them go. With `allowEscapingMutations`
+    /// `false`, a block that leaves unsaved changes on a model it was handed makes the
+    /// enumeration throw ``SwiftDataError/escapingMutationsInEnumeration``; with `true`,
+    /// changed models stay registered until saved.
     ///
     /// Stowage's own: the models one batch loads share one observation registrar (see
     /// ``ModelBackingData/_firstObservation()``). An observer of one of them is told of every
     /// change to what it read, and may also be told of a change to the same property of
-    /// another model of its batch. SwiftData gives each model its own registrar. With `allowEscapingMutations`
-    /// `false`, a block that leaves unsaved changes on a model it was handed makes the
-    /// enumeration throw ``SwiftDataError/escapingMutationsInEnumeration``; with `true`,
-    /// changed models stay registered until saved.
+    /// another model of its batch. SwiftData gives each model its own registrar.
     /// - Throws: the errors of ``fetch(_:)``, and whatever `block` throws.
     public func enumerate<T: PersistentModel>(
         _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false,

@@ -142,8 +142,9 @@ public final class ModelContext {
     /// more allocation each.
     final class Link {
         weak var context: ModelContext?
-        /// The observation registrar the models of the batch ``enumerate(_:batchSize:allowEscapingMutations:block:)``
-        /// is handing out share, while it hands them out (see ``ModelBackingData/_firstObservation()``).
+        /// While ``enumerate(_:batchSize:allowEscapingMutations:block:)`` hands a batch to its
+        /// block, the observation registrar that batch's models share (see
+        /// ``ModelBackingData/_firstObservation()``); `nil` otherwise.
         var batchObservation: _ModelObservation?
     }
     let link = Link()
