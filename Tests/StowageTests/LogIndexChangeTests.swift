@@ -256,16 +256,19 @@ struct LogIndexChangeTests {
         #expect(directoryContents(directory.url) == before)
     }
 
+    /// A container of a JSON store at `url`, with `type` as its one model.
+    static func openJSON(_ url: URL, _ type: any PersistentModel.Type) throws -> ModelContainer {
+        try ModelContainer(
+            for: Schema([type]),
+            configurations: [JSONStoreConfiguration(name: "tickets", schema: Schema([type]), fileURL: url)])
+    }
+
     /// The JSON store reads an index change the same way, and writes the new indexes with
     /// its next save.
     @Test func theJSONStoreOpensAfterAnIndexChange() throws {
         let url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
-        func open(_ type: any PersistentModel.Type) throws -> ModelContainer {
-            try ModelContainer(
-                for: Schema([type]),
-                configurations: [JSONStoreConfiguration(name: "tickets", schema: Schema([type]), fileURL: url)])
-        }
+        func open(_ type: any PersistentModel.Type) throws -> ModelContainer { try Self.openJSON(url, type) }
         do {
             let context = ModelContext(try open(TicketsPlain.Ticket.self))
             for i in 0..<Self.count {
@@ -339,11 +342,7 @@ struct LogIndexChangeTests {
     @Test func theJSONStoreChecksAnAddedConstraint() throws {
         let url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
-        func open(_ type: any PersistentModel.Type) throws -> ModelContainer {
-            try ModelContainer(
-                for: Schema([type]),
-                configurations: [JSONStoreConfiguration(name: "tickets", schema: Schema([type]), fileURL: url)])
-        }
+        func open(_ type: any PersistentModel.Type) throws -> ModelContainer { try Self.openJSON(url, type) }
         do {
             let context = ModelContext(try open(TicketsPlain.Ticket.self))
             for i in 0..<200 { context.insert(TicketsPlain.Ticket(code: "T\(i)", seat: i % 50, price: Double(i))) }
@@ -363,11 +362,7 @@ struct LogIndexChangeTests {
     @Test func theJSONStoreCallsABrokenOldConstraintDamageWhenTheSchemaAddsAnother() throws {
         let url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
-        func open(_ type: any PersistentModel.Type) throws -> ModelContainer {
-            try ModelContainer(
-                for: Schema([type]),
-                configurations: [JSONStoreConfiguration(name: "tickets", schema: Schema([type]), fileURL: url)])
-        }
+        func open(_ type: any PersistentModel.Type) throws -> ModelContainer { try Self.openJSON(url, type) }
         do {
             let context = ModelContext(try open(TicketsUniqueCode.Ticket.self))
             for i in 0..<200 { context.insert(TicketsUniqueCode.Ticket(code: "T\(i)", seat: i % 50, price: Double(i))) }
