@@ -268,9 +268,8 @@ struct LogIndexChangeTests {
     @Test func theJSONStoreOpensAfterAnIndexChange() throws {
         let url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
-        func open(_ type: any PersistentModel.Type) throws -> ModelContainer { try Self.openJSON(url, type) }
         do {
-            let context = ModelContext(try open(TicketsPlain.Ticket.self))
+            let context = ModelContext(try Self.openJSON(url, TicketsPlain.Ticket.self))
             for i in 0..<Self.count {
                 context.insert(TicketsPlain.Ticket(code: "T\(i)", seat: i % 50, price: Double(i)))
             }
@@ -278,7 +277,7 @@ struct LogIndexChangeTests {
         }
         let before = try Data(contentsOf: url)
         do {
-            let context = ModelContext(try open(TicketsIndexed.Ticket.self))
+            let context = ModelContext(try Self.openJSON(url, TicketsIndexed.Ticket.self))
             let answers = try Self.indexedAnswers(context)
             #expect(answers.seat == Self.expectedSeat)
             #expect(answers.cheapest == Self.expectedCheapest)
@@ -290,8 +289,8 @@ struct LogIndexChangeTests {
         let document = try #require(String(data: try Data(contentsOf: url), encoding: .utf8))
         #expect(document.contains("\"seat\""))
         #expect(document.range(of: #""indexes"\s*:\s*\[\s*\[\s*"seat"\s*\]"#, options: .regularExpression) != nil)
-        #expect(throws: DataStoreError.schemaMismatch) { try open(TicketsRenamed.Ticket.self) }
-        let plain = try ModelContext(try open(TicketsPlain.Ticket.self)).fetchCount(
+        #expect(throws: DataStoreError.schemaMismatch) { try Self.openJSON(url, TicketsRenamed.Ticket.self) }
+        let plain = try ModelContext(try Self.openJSON(url, TicketsPlain.Ticket.self)).fetchCount(
             FetchDescriptor<TicketsPlain.Ticket>(predicate: #Predicate { $0.seat == 7 }))
         #expect(plain == Self.expectedSeat.count + 1)
     }
@@ -342,15 +341,16 @@ struct LogIndexChangeTests {
     @Test func theJSONStoreChecksAnAddedConstraint() throws {
         let url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
-        func open(_ type: any PersistentModel.Type) throws -> ModelContainer { try Self.openJSON(url, type) }
         do {
-            let context = ModelContext(try open(TicketsPlain.Ticket.self))
+            let context = ModelContext(try Self.openJSON(url, TicketsPlain.Ticket.self))
             for i in 0..<200 { context.insert(TicketsPlain.Ticket(code: "T\(i)", seat: i % 50, price: Double(i))) }
             try context.save()
         }
-        let error = #expect(throws: DataStoreError.schemaMismatch) { try open(TicketsUniqueSeat.Ticket.self) }
+        let error = #expect(throws: DataStoreError.schemaMismatch) {
+            try Self.openJSON(url, TicketsUniqueSeat.Ticket.self)
+        }
         #expect(error?.message.contains("uniqueness constraint") == true, "\(String(describing: error))")
-        let context = ModelContext(try open(TicketsUniqueCode.Ticket.self))
+        let context = ModelContext(try Self.openJSON(url, TicketsUniqueCode.Ticket.self))
         context.insert(TicketsUniqueCode.Ticket(code: "T7", seat: 99, price: 7.5))
         try context.save()
         #expect(try context.fetchCount(FetchDescriptor<TicketsUniqueCode.Ticket>()) == 200)
@@ -362,9 +362,8 @@ struct LogIndexChangeTests {
     @Test func theJSONStoreCallsABrokenOldConstraintDamageWhenTheSchemaAddsAnother() throws {
         let url = JSONTest.freshURL()
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
-        func open(_ type: any PersistentModel.Type) throws -> ModelContainer { try Self.openJSON(url, type) }
         do {
-            let context = ModelContext(try open(TicketsUniqueCode.Ticket.self))
+            let context = ModelContext(try Self.openJSON(url, TicketsUniqueCode.Ticket.self))
             for i in 0..<200 { context.insert(TicketsUniqueCode.Ticket(code: "T\(i)", seat: i % 50, price: Double(i))) }
             try context.save()
         }
@@ -374,16 +373,20 @@ struct LogIndexChangeTests {
         try Data(written.replacingOccurrences(of: "\"T1\"", with: "\"T0\"").utf8).write(to: url)
         let damaged = try Data(contentsOf: url)
 
-        let same = #expect(throws: DataStoreError.corruptStore) { try open(TicketsUniqueCode.Ticket.self) }
+        let same = #expect(throws: DataStoreError.corruptStore) {
+            try Self.openJSON(url, TicketsUniqueCode.Ticket.self)
+        }
         #expect(same?.message.contains("the same code") == true, "\(String(describing: same))")
-        let added = #expect(throws: DataStoreError.corruptStore) { try open(TicketsUniqueCodeAndPrice.Ticket.self) }
+        let added = #expect(throws: DataStoreError.corruptStore) {
+            try Self.openJSON(url, TicketsUniqueCodeAndPrice.Ticket.self)
+        }
         #expect(added?.message.contains("the same code") == true, "\(String(describing: added))")
         #expect(added?.message.contains("adds") == false, "\(String(describing: added))")
         #expect(try Data(contentsOf: url) == damaged, "opening changed the document")
 
         // The same document with T1's code back opens under the added constraint.
         try Data(written.utf8).write(to: url)
-        let context = ModelContext(try open(TicketsUniqueCodeAndPrice.Ticket.self))
+        let context = ModelContext(try Self.openJSON(url, TicketsUniqueCodeAndPrice.Ticket.self))
         #expect(try context.fetchCount(FetchDescriptor<TicketsUniqueCodeAndPrice.Ticket>()) == 200)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
-import Stowage
 import StowageTestSupport
 import Synchronization
 import Testing
+
+@testable import Stowage
 
 /// Observation of models through `withObservationTracking`: models written, inserted,
 /// saved or fetched before anyone read them, one model's observers beside another's, and
@@ -188,6 +189,30 @@ struct ObservationTests {
         #expect(watch.count == 0, "a model first read after the enumeration shared a registrar")
         unread[0].name = "renamed too"
         #expect(watch.count == 1)
+    }
+
+    /// A batch makes its registrar when the first of its models is read: a block that
+    /// reads nothing makes none, and the registrar is gone once the enumeration returns.
+    @Test func aBatchMakesItsRegistrarOnlyWhenAModelIsRead() throws {
+        let container = try StoreFactory.memory.container()
+        let writer = ModelContext(container)
+        for i in 0..<4 { writer.insert(Trip(name: "trip \(i)")) }
+        try writer.save()
+        let context = ModelContext(container)
+        var seen: [Bool] = []
+        var position = 0
+        try context.enumerate(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)]), batchSize: 2) { trip in
+            seen.append(context.link.batchObservation != nil)
+            if position == 2 {
+                _ = trip.name
+                seen.append(context.link.batchObservation != nil)
+            }
+            position += 1
+        }
+        // The first batch is not read; reading the second batch's first model makes its
+        // registrar, which the next model of the batch finds.
+        #expect(seen == [false, false, false, true, true])
+        #expect(context.link.batchObservation == nil && !context.link.handsOutBatch)
     }
 
     @Test func relationshipsAreObserved() {

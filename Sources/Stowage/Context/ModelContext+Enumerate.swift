@@ -64,9 +64,9 @@ extension ModelContext {
             // The models this batch makes share one observation registrar while the block
             // has them (`ModelBackingData._firstObservation()`); a nested enumeration's
             // batch has its own, and this one's is back when it returns.
-            let outerObservation = link.batchObservation
-            link.batchObservation = _ModelObservation()
-            defer { link.batchObservation = outerObservation }
+            let outer = (link.handsOutBatch, link.batchObservation)
+            (link.handsOutBatch, link.batchObservation) = (true, nil)
+            defer { (link.handsOutBatch, link.batchObservation) = outer }
             for (id, found) in zip(batch, existing) {
                 let model: any PersistentModel
                 if let found {

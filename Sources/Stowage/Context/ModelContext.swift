@@ -142,9 +142,12 @@ public final class ModelContext {
     /// more allocation each.
     final class Link {
         weak var context: ModelContext?
-        /// While ``enumerate(_:batchSize:allowEscapingMutations:block:)`` hands a batch to its
-        /// block, the observation registrar that batch's models share (see
-        /// ``ModelBackingData/_firstObservation()``); `nil` otherwise.
+        /// Whether ``enumerate(_:batchSize:allowEscapingMutations:block:)`` is handing a batch
+        /// to its block.
+        var handsOutBatch = false
+        /// The observation registrar that batch's models share, made by the first of them
+        /// read (``ModelBackingData/_firstObservation()``): a batch none of whose models is
+        /// read makes none.
         var batchObservation: _ModelObservation?
     }
     let link = Link()

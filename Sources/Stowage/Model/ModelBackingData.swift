@@ -113,8 +113,11 @@ public final class ModelBackingData {
     /// change it would be told of in SwiftData; it may also be told of a change to the same
     /// property of another model of that batch.
     public func _firstObservation() -> _ModelObservation {
-        if sharesBatchObservation, let shared = contextLink?.batchObservation { return shared }
-        return _ModelObservation()
+        guard sharesBatchObservation, let link = contextLink, link.handsOutBatch else { return _ModelObservation() }
+        if let shared = link.batchObservation { return shared }
+        let made = _ModelObservation()
+        link.batchObservation = made
+        return made
     }
 
     /// The slot at `index`, `.unset` when nothing was written yet.
