@@ -131,16 +131,20 @@ struct ModelRegistry {
         return slots
     }
 
-    /// The slot where a search for `id` starts.
-    private func home(_ id: PersistentIdentifier) -> Int {
-        id._rawHashValue(seed: 0) & (slots.count - 1)
+    /// The slot where a search for `id` starts, in a table of `mask + 1` slots.
+    ///
+    /// Static, and given the mask: as a method it took `self`, and each call from a
+    /// mutating method copied the whole registry (its arrays retained and released), which
+    /// was half of taking a model's entry out (callgrind).
+    private static func home(_ id: PersistentIdentifier, _ mask: Int) -> Int {
+        id._rawHashValue(seed: 0) & mask
     }
 
     /// Where `id` is: its slot, and its position in the dense arrays.
     private func find(_ id: PersistentIdentifier) -> (slot: Int, position: Int)? {
         guard !slots.isEmpty else { return nil }
         let mask = slots.count - 1
-        var slot = home(id)
+        var slot = Self.home(id, mask)
         while true {
             let stored = Int(slots[slot])
             if stored == 0 { return nil }
@@ -155,7 +159,7 @@ struct ModelRegistry {
         registrations &+= 1
         if (ids.count + 1) * 2 > slots.count { grow() }
         let mask = slots.count - 1
-        var slot = home(id)
+        var slot = Self.home(id, mask)
         while true {
             let stored = Int(slots[slot])
             if stored == 0 { break }
@@ -177,7 +181,7 @@ struct ModelRegistry {
         slots = Array(repeating: 0, count: Self.slotCount(for: ids.count + 1))
         let mask = slots.count - 1
         for position in ids.indices {
-            var slot = home(ids[position])
+            var slot = Self.home(ids[position], mask)
             while slots[slot] != 0 { slot = (slot + 1) & mask }
             slots[slot] = UInt32(position + 1)
         }
@@ -192,7 +196,7 @@ struct ModelRegistry {
         slots[gap] = 0
         var next = (gap + 1) & mask
         while slots[next] != 0 {
-            let start = home(ids[Int(slots[next]) - 1])
+            let start = Self.home(ids[Int(slots[next]) - 1], mask)
             // The entry at `next` may move back into the gap unless its search starts
             // after the gap and at or before `next` (cyclically).
             let stays = gap <= next ? (gap < start && start <= next) : (gap < start || start <= next)
@@ -206,7 +210,7 @@ struct ModelRegistry {
         let last = ids.count - 1
         if found.position != last {
             // The last entry moves into the gap: its slot points there now.
-            var slot = home(ids[last])
+            var slot = Self.home(ids[last], mask)
             while Int(slots[slot]) != last + 1 { slot = (slot + 1) & mask }
             slots[slot] = UInt32(found.position + 1)
             ids[found.position] = ids[last]
