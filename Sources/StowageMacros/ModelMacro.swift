@@ -84,6 +84,20 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
+            public static var _stowageRecyclable: Bool {
+                \(raw: recyclable(classDecl) ? "true" : "false")
+            }
+            """,
+            """
+            public func _stowageReleaseForRefill() -> Bool {
+                guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
+                    return false
+                }
+                _$observation = nil
+                return true
+            }
+            """,
+            """
             public static var _stowageEntityName: String {
                 \(literal: entityName)
             }
@@ -95,6 +109,40 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
         ]
+    }
+
+    /// Protocols a recyclable model may name in its inheritance clause: any other name
+    /// may be a superclass, whose stored properties the syntax cannot see.
+    static let recyclableInheritance: Set<String> = [
+        "Identifiable", "Hashable", "Equatable", "Comparable", "Sendable", "CustomStringConvertible",
+        "CustomDebugStringConvertible", "PersistentModel", "Observable",
+    ]
+
+    /// Whether `enumerate` may refill a model of this class with another record once its
+    /// block has let the model go (`PersistentModel._stowageRecyclable`): the class is
+    /// `final`, names no superclass, has no `deinit`, and every stored instance property is
+    /// persisted, so that the backing data is the whole of a model's state.
+    static func recyclable(_ classDecl: ClassDeclSyntax) -> Bool {
+        guard classDecl.modifiers.contains(.final) else { return false }
+        for inherited in classDecl.inheritanceClause?.inheritedTypes ?? [] {
+            guard recyclableInheritance.contains(simpleTypeName(inherited.type)) else { return false }
+        }
+        func onlyPersistedState(_ members: MemberBlockItemListSyntax) -> Bool {
+            members.allSatisfy { item in
+                if item.decl.is(DeinitializerDeclSyntax.self) { return false }
+                if let ifConfig = item.decl.as(IfConfigDeclSyntax.self) {
+                    return ifConfig.clauses.allSatisfy { clause in
+                        guard case .decls(let nested)? = clause.elements else { return true }
+                        return onlyPersistedState(nested)
+                    }
+                }
+                guard let variable = item.decl.as(VariableDeclSyntax.self) else { return true }
+                if variable.modifiers.contains(.static) || variable.modifiers.contains(.class) { return true }
+                if case .persisted = classifyMember(variable) { return true }
+                return isComputed(variable)
+            }
+        }
+        return onlyPersistedState(classDecl.memberBlock.members)
     }
 
     /// The persisted properties among `members`, keeping `#if` blocks around those

@@ -85,6 +85,18 @@ private let computingAccessors: Set<Keyword> = [
     .get, .set, ._read, ._modify, .unsafeAddress, .unsafeMutableAddress, .`init`,
 ]
 
+/// Whether `variable` declares only computed properties: every binding has a getter, or
+/// accessors of which one computes.
+func isComputed(_ variable: VariableDeclSyntax) -> Bool {
+    variable.bindings.allSatisfy { binding in
+        guard let block = binding.accessorBlock else { return false }
+        guard case .accessors(let accessors) = block.accessors else { return true }
+        return accessors.contains { accessor in
+            computingAccessors.contains { accessor.accessorSpecifier.tokenKind == .keyword($0) }
+        }
+    }
+}
+
 func classifyMember(_ decl: some DeclSyntaxProtocol) -> MemberKind {
     guard let variable = decl.as(VariableDeclSyntax.self) else { return .untouched }
     if variable.modifiers.contains(.static) || variable.modifiers.contains(.class)

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @Suite("@Model expansion")
@@ -175,6 +176,18 @@ struct ModelMacroTests {
                         return observation
                     }
 
+                    public static var _stowageRecyclable: Bool {
+                        false
+                    }
+
+                    public func _stowageReleaseForRefill() -> Bool {
+                        guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
+                            return false
+                        }
+                        _$observation = nil
+                        return true
+                    }
+
                     public static var _stowageEntityName: String {
                         "Item"
                     }
@@ -327,6 +340,18 @@ struct ModelMacroTests {
                             return observation
                         }
 
+                        public static var _stowageRecyclable: Bool {
+                            true
+                        }
+
+                        public func _stowageReleaseForRefill() -> Bool {
+                            guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
+                                return false
+                            }
+                            _$observation = nil
+                            return true
+                        }
+
                         public static var _stowageEntityName: String {
                             "Item"
                         }
@@ -388,6 +413,18 @@ struct ModelMacroTests {
                         let observation = _$backingData?._firstObservation() ?? Stowage._ModelObservation()
                         _$observation = observation
                         return observation
+                    }
+
+                    public static var _stowageRecyclable: Bool {
+                        false
+                    }
+
+                    public func _stowageReleaseForRefill() -> Bool {
+                        guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
+                            return false
+                        }
+                        _$observation = nil
+                        return true
                     }
 
                     public static var _stowageEntityName: String {
@@ -628,5 +665,54 @@ struct ConditionalMemberTests {
         #expect(result.source.contains(#"self._setValue(forKey: \.second, at: 1, to: newValue)"#))
         #expect(result.source.contains(#"return self._getValue(forKey: \.parent, at: 2)"#))
         #expect(!result.source.contains(#"forKey: \.selected"#))
+    }
+
+    /// What `_stowageRecyclable` says for a class declared with `body` after `@Model`.
+    func recyclable(_ declaration: String) -> Bool? {
+        let source = expand("@Model " + declaration).source
+        guard let range = source.range(of: "_stowageRecyclable: Bool {") else { return nil }
+        let rest = source[range.upperBound...].drop { $0.isWhitespace }
+        if rest.hasPrefix("true") { return true }
+        if rest.hasPrefix("false") { return false }
+        return nil
+    }
+
+    @Test("Only a final class whose whole state is persisted lets enumerate refill its models")
+    func recyclableClasses() {
+        // Computed and static properties, #Index, initializers and methods hold no state.
+        #expect(
+            recyclable(
+                #"""
+                final class Reading {
+                    var sensor: String
+                    var value: Double
+                    var doubled: Double { value * 2 }
+                    static var unit = "K"
+                    #Index<Reading>([\.sensor])
+                    init(sensor: String, value: Double) { self.sensor = sensor; self.value = value }
+                    func describe() -> String { sensor }
+                    #if DEBUG
+                    var debugName: String { sensor }
+                    #endif
+                }
+                """#) == true)
+        #expect(recyclable("final class Reading: Identifiable, Hashable { var sensor: String }") == true)
+        // A subclass could add stored properties, and so could a superclass.
+        #expect(recyclable("class Reading { var sensor: String }") == false)
+        #expect(recyclable("final class Reading: Instrument { var sensor: String }") == false)
+        // State the backing data does not hold, or a deinit the refill would skip.
+        #expect(recyclable("final class Reading { var sensor: String; @Transient var isSelected = false }") == false)
+        #expect(recyclable("final class Reading { var sensor: String; lazy var label = sensor }") == false)
+        #expect(recyclable("final class Reading { var sensor: String; deinit { print(sensor) } }") == false)
+        #expect(
+            recyclable(
+                """
+                final class Reading {
+                    var sensor: String
+                    #if DEBUG
+                    @Transient var trace: [String] = []
+                    #endif
+                }
+                """) == false)
     }
 }

@@ -34,6 +34,15 @@ extension ModelContext {
     /// ``ModelBackingData/_firstObservation()``). An observer of one of them is told of every
     /// change to what it read, and may also be told of a change to the same property of
     /// another model of its batch. SwiftData gives each model its own registrar.
+    ///
+    /// Also Stowage's own: a model the block has let go, that nothing holds any more (no
+    /// strong, weak or unowned reference, no pending change), may come back to the block
+    /// holding a later record, instead of being freed and a new model made for that record.
+    /// Only for a `@Model` class that is `final`, names no superclass, has no `deinit`, and
+    /// persists every stored property (``PersistentModel/_stowageRecyclable``), so that the
+    /// backing data is all a model's state. No code can reach the old model to see the
+    /// difference; only `ObjectIdentifier`s repeat, as they can once any object is freed.
+    /// Compare ``PersistentModel/persistentModelID``s instead.
     /// - Throws: the errors of ``fetch(_:)``, and whatever `block` throws.
     public func enumerate<T: PersistentModel>(
         _ descriptor: FetchDescriptor<T>, batchSize: Int = 5000, allowEscapingMutations: Bool = false,
@@ -43,6 +52,10 @@ extension ModelContext {
         plain.includePendingChanges = false
         let ids = try fetchIdentifiers(plain)
         let size = max(1, batchSize)
+        // A model this enumeration made and its block let go, to hold the next record that
+        // needs a model (see `spare(_:)`), when the model's class allows it.
+        let recycles = T._stowageRecyclable
+        var spare: T?
         var start = 0
         while start < ids.count {
             let batch = Array(ids[start..<min(ids.count, start + size)])
@@ -69,6 +82,7 @@ extension ModelContext {
             defer { (link.handsOutBatch, link.batchObservation) = outer }
             for (id, found) in zip(batch, existing) {
                 let model: any PersistentModel
+                var made = false
                 if let found {
                     model = found
                 } else {
@@ -79,12 +93,22 @@ extension ModelContext {
                         model = registeredMeanwhile
                     } else {
                         guard let snapshot = snapshots[next] else { continue }
-                        model = try materialize(snapshot, knownUnregistered: true, provisionally: true)
+                        if let reused = spare {
+                            spare = nil
+                            model = try refill(reused, with: snapshot, id: id)
+                        } else {
+                            model = try materialize(snapshot, knownUnregistered: true, provisionally: true)
+                        }
+                        made = recycles
                         known = registered.registrations
                         loaded.append(id)
                     }
                 }
-                if let typed = model as? T { try block(typed) }
+                // From here the loop's only reference to the model, so that `spare(_:)` can
+                // tell whether the block kept it.
+                var handed = (consume model) as? T
+                if let handed { try block(handed) }
+                if made, spare == nil, isSpare(&handed) { spare = handed }
             }
             // A loaded model leaves the context when the block lets it go (the identity
             // map does not keep it), so only the ones the block changed need a look.
@@ -96,6 +120,52 @@ extension ModelContext {
                     "the enumeration block changed \(id); save inside the block, or pass allowEscapingMutations: true")
             }
         }
+    }
+}
+
+extension ModelContext {
+    /// Whether the model in `handed`, which `enumerate` made and handed to its block, may
+    /// hold the next record instead of a new model: nothing holds it but `handed` (no other
+    /// strong reference, no weak one, and no unowned one but its entry in the registry,
+    /// which is still the provisional one), its class is exactly `T`, and nothing holds its
+    /// backing data but the model, or keeps related models prefetched for it. A model the
+    /// app or the context still has (kept by the block, changed, deleted, observed by a
+    /// closure that holds it) is never refilled.
+    ///
+    /// Stowage's own. Making and freeing a model and its backing data was about half of an
+    /// enumerated row (callgrind). A refilled model is a new model as far as anyone can
+    /// tell: nothing can reach the old one, whose memory `malloc` could as well have handed
+    /// out again.
+    func isSpare<T: PersistentModel>(_ handed: inout T?) -> Bool {
+        guard isKnownUniquelyReferenced(&handed), let model = handed, type(of: model) == T.self,
+            _getWeakRetainCount(model) == 1, _getUnownedRetainCount(model) == 2
+        else { return false }
+        guard backingDataIsSpare(model.persistentBackingData) else { return false }
+        // Last, with no reference to the backing data left here: it also drops the model's
+        // registrar.
+        return model._stowageReleaseForRefill()
+    }
+
+    /// Whether `data`, the backing data of a model `isSpare(_:)` looks at, is still
+    /// registered here as `enumerate` made it, and no weak or unowned reference, or
+    /// prefetched related model, hangs on it.
+    private func backingDataIsSpare(_ data: ModelBackingData) -> Bool {
+        _getWeakRetainCount(data) == 1 && _getUnownedRetainCount(data) == 1 && data.isRegistered(in: self)
+            && registered.isProvisional(ObjectIdentifier(data))
+            && (prefetchedByOwner.isEmpty || prefetchedByOwner[ObjectIdentifier(data)] == nil)
+    }
+
+    /// `spare` (see ``isSpare(_:)``) holding `snapshot`'s record, whose identifier `id` has
+    /// no model here; or, when it cannot, a new model for the record.
+    func refill<T: PersistentModel>(_ spare: T, with snapshot: DefaultSnapshot, id: PersistentIdentifier) throws
+        -> any PersistentModel
+    {
+        let data = spare.persistentBackingData
+        guard data.canRefill(with: snapshot), registered.moveProvisional(of: ObjectIdentifier(data), to: id) else {
+            return try materialize(snapshot, knownUnregistered: true, provisionally: true)
+        }
+        data.refill(with: snapshot)
+        return spare
     }
 }
 

@@ -94,6 +94,19 @@ struct ModelRegistry {
         provisional = (id, Entry(model: model, data: ObjectIdentifier(data)))
     }
 
+    /// Moves the provisional entry to `id`, which has no entry, when it is the entry of the
+    /// backing data `data`: `enumerate` refilled that model with `id`'s record. Counts as a
+    /// registration. `false`, changing nothing, when the provisional entry is another's.
+    mutating func moveProvisional(of data: ObjectIdentifier, to id: PersistentIdentifier) -> Bool {
+        guard let current = provisional, current.entry.data == data else { return false }
+        provisional = (id, current.entry)
+        registrations &+= 1
+        return true
+    }
+
+    /// Whether the provisional entry is the one of the backing data `data`.
+    func isProvisional(_ data: ObjectIdentifier) -> Bool { provisional?.entry.data == data }
+
     /// Puts the provisional entry, if any, in the table, as a registration already counted.
     private mutating func settleProvisional() {
         guard let (id, entry) = provisional else { return }

@@ -28,7 +28,8 @@
 @attached(
     member,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init),
-    named(_$observationRegistrar), named(_$observation), named(_stowageEntityName)
+    named(_$observationRegistrar), named(_$observation), named(_stowageEntityName),
+    named(_stowageRecyclable), named(_stowageReleaseForRefill)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)

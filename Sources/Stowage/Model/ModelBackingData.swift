@@ -151,6 +151,26 @@ public final class ModelBackingData {
         try apply(snapshot)
     }
 
+    /// Whether ``refill(with:)`` may make this backing data hold `snapshot`'s record: it
+    /// belongs to a model `enumerate` made, holds an unchanged record of an entity whose
+    /// values it keeps as the store's (every slot as fetched, no relationship), and
+    /// `snapshot` is a record of the same entity whose values pass its checks.
+    func canRefill(with snapshot: DefaultSnapshot) -> Bool {
+        guard sharesBatchObservation, !isDeleted, slots.isEmpty, unsetValues == 0, pendingInverses.isEmpty,
+            !encodedValues.isEmpty, let assignedID, assignedID.scope === snapshot.persistentIdentifier.scope,
+            let checks = resolvedEntity?.lazyChecks
+        else { return false }
+        return Self.allAccepted(snapshot.values, by: checks)
+    }
+
+    /// Makes this backing data hold `snapshot`'s record, as a new one made for it would;
+    /// only after ``canRefill(with:)`` said yes.
+    func refill(with snapshot: DefaultSnapshot) {
+        encodedValues = snapshot.values
+        assignedID = snapshot.persistentIdentifier
+        initialValueCursor = 0
+    }
+
     /// Whether each value passes its property's check, read in place: `zip` copied each
     /// value out of the array, a retain and a release for each string.
     private static func allAccepted(

@@ -21,6 +21,17 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     static var _stowageIndexes: [[AnyKeyPath]] { get }
     /// Key-path groups from `#Unique`. Written by `#Unique`.
     static var _stowageUniqueness: [[AnyKeyPath]] { get }
+    /// Whether a model's backing data is the whole of its state, so that
+    /// ``ModelContext/enumerate(_:batchSize:allowEscapingMutations:block:)`` may refill a
+    /// model its block has let go with the next record. Written by `@Model`: `true` for a
+    /// `final` class with no superclass, no `deinit` and no stored property it does not
+    /// persist. Stowage's own.
+    static var _stowageRecyclable: Bool { get }
+    /// Whether nothing but the model holds its backing data, for a recyclable model; when
+    /// so, the model also drops its observation registrar, so that its next read asks
+    /// ``ModelBackingData/_firstObservation()`` again, as the model is about to hold
+    /// another record. Written by `@Model`.
+    func _stowageReleaseForRefill() -> Bool
 }
 
 extension PersistentModel {
@@ -29,6 +40,8 @@ extension PersistentModel {
     }
     public static var _stowageIndexes: [[AnyKeyPath]] { [] }
     public static var _stowageUniqueness: [[AnyKeyPath]] { [] }
+    public static var _stowageRecyclable: Bool { false }
+    public func _stowageReleaseForRefill() -> Bool { false }
 
     /// The model's identifier: temporary until its first save, permanent after.
     public var persistentModelID: PersistentIdentifier { persistentBackingData.persistentModelID }
