@@ -141,6 +141,31 @@ struct EnumerateRefillTests {
         _ = unowned
     }
 
+    /// A model set aside to hold the next record cannot be found meanwhile: a block handed
+    /// a model the context already had, that looks up the record before it, gets a model
+    /// of its own for that record, which the next record does not take over.
+    @Test(arguments: stores)
+    func aRecordLookedUpBetweenRowsGetsAModelOfItsOwn(_ factory: StoreFactory) throws {
+        let container = try filled(factory, count: 24)
+        let expected = try stored(container)
+        let context = ModelContext(container)
+        // The odd rows' models are the context's before the enumeration starts.
+        let registeredBefore = try context.fetch(FetchDescriptor<Meter>()).filter { Int($0.value) % 2 == 1 }
+        var kept: [(reading: Meter, seen: Seen)] = []
+        var position = 0
+        try context.enumerate(FetchDescriptor<Meter>(sortBy: [SortDescriptor(\.value)]), batchSize: 5) { reading in
+            #expect(Seen(reading) == expected[position])
+            if position % 2 == 1, let previous = context.model(for: expected[position - 1].id) as? Meter {
+                kept.append((previous, Seen(previous)))
+            }
+            position += 1
+        }
+        #expect(kept.count == 12)
+        #expect(kept.allSatisfy { Seen($0.reading) == $0.seen })
+        #expect(kept.map(\.seen) == stride(from: 0, to: 24, by: 2).map { expected[$0] })
+        #expect(registeredBefore.count == 12)
+    }
+
     /// A model the block changed or deleted stays the context's until saved, and its change
     /// saves to its own record.
     @Test(arguments: stores)

@@ -143,7 +143,11 @@ extension ModelContext {
         guard backingDataIsSpare(model.persistentBackingData) else { return false }
         // Last, with no reference to the backing data left here: it also drops the model's
         // registrar.
-        return model._stowageReleaseForRefill()
+        guard model._stowageReleaseForRefill() else { return false }
+        // Nothing may find it until it is refilled: a look-up of its record by a later
+        // row's block makes a new model, as it would once the model was freed.
+        registered.removeProvisional()
+        return true
     }
 
     /// Whether `data`, the backing data of a model `isSpare(_:)` looks at, is still
@@ -155,16 +159,17 @@ extension ModelContext {
             && (prefetchedByOwner.isEmpty || prefetchedByOwner[ObjectIdentifier(data)] == nil)
     }
 
-    /// `spare` (see ``isSpare(_:)``) holding `snapshot`'s record, whose identifier `id` has
-    /// no model here; or, when it cannot, a new model for the record.
+    /// `spare` (see ``isSpare(_:)``), registered again, holding `snapshot`'s record, whose
+    /// identifier `id` has no model here; or, when it cannot, a new model for the record.
     func refill<T: PersistentModel>(_ spare: T, with snapshot: DefaultSnapshot, id: PersistentIdentifier) throws
         -> any PersistentModel
     {
         let data = spare.persistentBackingData
-        guard data.canRefill(with: snapshot), registered.moveProvisional(of: ObjectIdentifier(data), to: id) else {
+        guard data.canRefill(with: snapshot) else {
             return try materialize(snapshot, knownUnregistered: true, provisionally: true)
         }
         data.refill(with: snapshot)
+        registered.registerProvisionally(spare, data: data, for: id)
         return spare
     }
 }

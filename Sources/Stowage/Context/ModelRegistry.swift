@@ -94,15 +94,9 @@ struct ModelRegistry {
         provisional = (id, Entry(model: model, data: ObjectIdentifier(data)))
     }
 
-    /// Moves the provisional entry to `id`, which has no entry, when it is the entry of the
-    /// backing data `data`: `enumerate` refilled that model with `id`'s record. Counts as a
-    /// registration. `false`, changing nothing, when the provisional entry is another's.
-    mutating func moveProvisional(of data: ObjectIdentifier, to id: PersistentIdentifier) -> Bool {
-        guard let current = provisional, current.entry.data == data else { return false }
-        provisional = (id, current.entry)
-        registrations &+= 1
-        return true
-    }
+    /// Takes out the provisional entry, if any: `enumerate` keeps its model aside, where
+    /// nothing may find it, to hold another record.
+    mutating func removeProvisional() { provisional = nil }
 
     /// Whether the provisional entry is the one of the backing data `data`.
     func isProvisional(_ data: ObjectIdentifier) -> Bool { provisional?.entry.data == data }
