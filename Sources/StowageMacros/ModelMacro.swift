@@ -89,11 +89,13 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
-            public func _stowageReleaseForRefill() -> Bool {
+            public func _stowageReleaseForRefill(keeping observation: Stowage._ModelObservation?) -> Bool {
                 guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
                     return false
                 }
-                _$observation = nil
+                if _$observation !== observation {
+                    _$observation = nil
+                }
                 return true
             }
             """,

@@ -180,11 +180,13 @@ struct ModelMacroTests {
                         false
                     }
 
-                    public func _stowageReleaseForRefill() -> Bool {
+                    public func _stowageReleaseForRefill(keeping observation: Stowage._ModelObservation?) -> Bool {
                         guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
                             return false
                         }
-                        _$observation = nil
+                        if _$observation !== observation {
+                            _$observation = nil
+                        }
                         return true
                     }
 
@@ -344,11 +346,13 @@ struct ModelMacroTests {
                             true
                         }
 
-                        public func _stowageReleaseForRefill() -> Bool {
+                        public func _stowageReleaseForRefill(keeping observation: Stowage._ModelObservation?) -> Bool {
                             guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
                                 return false
                             }
-                            _$observation = nil
+                            if _$observation !== observation {
+                                _$observation = nil
+                            }
                             return true
                         }
 
@@ -419,11 +423,13 @@ struct ModelMacroTests {
                         false
                     }
 
-                    public func _stowageReleaseForRefill() -> Bool {
+                    public func _stowageReleaseForRefill(keeping observation: Stowage._ModelObservation?) -> Bool {
                         guard Self._stowageRecyclable, isKnownUniquelyReferenced(&_$backingData) else {
                             return false
                         }
-                        _$observation = nil
+                        if _$observation !== observation {
+                            _$observation = nil
+                        }
                         return true
                     }
 

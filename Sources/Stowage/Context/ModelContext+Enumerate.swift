@@ -53,7 +53,7 @@ extension ModelContext {
         let ids = try fetchIdentifiers(plain)
         let size = max(1, batchSize)
         // A model this enumeration made and its block let go, to hold the next record that
-        // needs a model (see `spare(_:)`), when the model's class allows it.
+        // needs a model (see `isSpare(_:)`), when the model's class allows it.
         let recycles = T._stowageRecyclable
         var spare: T?
         var start = 0
@@ -80,6 +80,8 @@ extension ModelContext {
             let outer = (link.handsOutBatch, link.batchObservation)
             (link.handsOutBatch, link.batchObservation) = (true, nil)
             defer { (link.handsOutBatch, link.batchObservation) = outer }
+            // A model set aside in the last batch drops that batch's registrar.
+            if let kept = spare, !kept._stowageReleaseForRefill(keeping: nil) { spare = nil }
             for (id, found) in zip(batch, existing) {
                 let model: any PersistentModel
                 var made = false
@@ -104,7 +106,7 @@ extension ModelContext {
                         loaded.append(id)
                     }
                 }
-                // From here the loop's only reference to the model, so that `spare(_:)` can
+                // From here the loop's only reference to the model, so that `isSpare(_:)` can
                 // tell whether the block kept it.
                 var handed = (consume model) as? T
                 if let handed { try block(handed) }
@@ -141,9 +143,10 @@ extension ModelContext {
             _getWeakRetainCount(model) == 1, _getUnownedRetainCount(model) == 2
         else { return false }
         guard backingDataIsSpare(model.persistentBackingData) else { return false }
-        // Last, with no reference to the backing data left here: it also drops the model's
-        // registrar.
-        guard model._stowageReleaseForRefill() else { return false }
+        // Last, with no reference to the backing data left here. The model keeps its
+        // registrar only if it is this batch's: the next record may be read through it
+        // without asking again (a new batch drops it, see `enumerate`).
+        guard model._stowageReleaseForRefill(keeping: link.batchObservation) else { return false }
         // Nothing may find it until it is refilled: a look-up of its record by a later
         // row's block makes a new model, as it would once the model was freed.
         registered.removeProvisional()

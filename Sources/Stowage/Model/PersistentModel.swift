@@ -28,10 +28,11 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// persist. Stowage's own.
     static var _stowageRecyclable: Bool { get }
     /// Whether nothing but the model holds its backing data, for a recyclable model; when
-    /// so, the model also drops its observation registrar, so that its next read asks
+    /// so, the model also drops its observation registrar unless it is `observation` (the
+    /// registrar of the batch that will read it next), so that its next read asks
     /// ``ModelBackingData/_firstObservation()`` again, as the model is about to hold
     /// another record. Written by `@Model`.
-    func _stowageReleaseForRefill() -> Bool
+    func _stowageReleaseForRefill(keeping observation: _ModelObservation?) -> Bool
 }
 
 extension PersistentModel {
@@ -41,7 +42,7 @@ extension PersistentModel {
     public static var _stowageIndexes: [[AnyKeyPath]] { [] }
     public static var _stowageUniqueness: [[AnyKeyPath]] { [] }
     public static var _stowageRecyclable: Bool { false }
-    public func _stowageReleaseForRefill() -> Bool { false }
+    public func _stowageReleaseForRefill(keeping observation: _ModelObservation?) -> Bool { false }
 
     /// The model's identifier: temporary until its first save, permanent after.
     public var persistentModelID: PersistentIdentifier { persistentBackingData.persistentModelID }
