@@ -141,7 +141,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
                 guard let variable = item.decl.as(VariableDeclSyntax.self) else { return true }
                 if variable.modifiers.contains(.static) || variable.modifiers.contains(.class) { return true }
                 if case .persisted = classifyMember(variable) { return true }
-                return isComputed(variable)
+                return variable.bindings.allSatisfy(isComputed)
             }
         }
         return onlyPersistedState(classDecl.memberBlock.members)

@@ -85,15 +85,13 @@ private let computingAccessors: Set<Keyword> = [
     .get, .set, ._read, ._modify, .unsafeAddress, .unsafeMutableAddress, .`init`,
 ]
 
-/// Whether `variable` declares only computed properties: every binding has a getter, or
-/// accessors of which one computes.
-func isComputed(_ variable: VariableDeclSyntax) -> Bool {
-    variable.bindings.allSatisfy { binding in
-        guard let block = binding.accessorBlock else { return false }
-        guard case .accessors(let accessors) = block.accessors else { return true }
-        return accessors.contains { accessor in
-            computingAccessors.contains { accessor.accessorSpecifier.tokenKind == .keyword($0) }
-        }
+/// Whether `binding` is computed: a getter, or accessors of which one computes (observers
+/// alone leave it stored).
+func isComputed(_ binding: PatternBindingSyntax) -> Bool {
+    guard let block = binding.accessorBlock else { return false }
+    guard case .accessors(let accessors) = block.accessors else { return true }
+    return accessors.contains { accessor in
+        computingAccessors.contains { accessor.accessorSpecifier.tokenKind == .keyword($0) }
     }
 }
 
@@ -112,15 +110,8 @@ func classifyMember(_ decl: some DeclSyntaxProtocol) -> MemberKind {
     var observerBlock: AccessorBlockSyntax?
     for binding in variable.bindings {
         guard let block = binding.accessorBlock else { continue }
-        if case .accessors(let accessors) = block.accessors {
-            let kinds = accessors.map(\.accessorSpecifier.tokenKind)
-            if kinds.contains(where: { kind in computingAccessors.contains { kind == .keyword($0) } }) {
-                return .untouched
-            }
-            observerBlock = block
-        } else {
-            return .untouched
-        }
+        if isComputed(binding) { return .untouched }
+        observerBlock = block
     }
 
     if variable.bindingSpecifier.tokenKind == .keyword(.let) {
