@@ -20,7 +20,7 @@ struct BlockCacheTests {
         var cache = BlockCache(capacity: 1000)
         for offset: Int64 in [100, 200, 300] { cache.put(offset, Self.savedBlock(offset)) }
         #expect(cache.count == 3)
-        // 100 is the least recently used; reading its write makes 200 the one to go.
+        // 100 came in first; reading its write marks it, so 200 is the one to go.
         let read = cache.decodedWrite(100, slot: 0)
         #expect(read?.persistentIdentifier.primaryKey == 100)
         cache.put(400, Self.savedBlock(400))
