@@ -144,6 +144,9 @@ extension ModelContext {
         return all
     }
 
+    /// The most changed models whose table a save empties in place for the next save.
+    static let keptChangeCapacity = 4096
+
     func finishSave(
         deletions: [PersistentIdentifier: any PersistentModel], newIdentifiers: [PersistentIdentifier],
         reregister: [PersistentIdentifier: DefaultSnapshot]
@@ -185,8 +188,13 @@ extension ModelContext {
             model.persistentBackingData.isDeleted = true
         }
         self.insertedModels = []
-        changedOrder = []
-        changedModels = [:]
+        // A context that saves every so many changes makes the same number of entries again:
+        // a small table keeps its storage, where regrowing it from empty rehashed every entry
+        // about as many times as it doubled (updates of 1000 in a save: 750 of 19,000
+        // instructions an update). A large one is let go, not held for the next save.
+        let keepCapacity = changedModels.count <= Self.keptChangeCapacity
+        changedOrder.removeAll(keepingCapacity: keepCapacity)
+        changedModels.removeAll(keepingCapacity: keepCapacity)
         deletedOrder = []
         deletedModels = [:]
         NotificationCenter.default.post(
