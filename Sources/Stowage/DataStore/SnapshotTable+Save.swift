@@ -218,15 +218,17 @@ extension SnapshotTable {
                 : snapshot.persistentIdentifier
             // This save's earlier write of the record, found once: each look-up hashed its key.
             let pending = finalValues.position(id)
-            guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier,
-                state(entity).rows.value(forKey: pk) != nil || pending != nil,
-                !state(entity).deletedKeys.contains(pk)
-            else { continue }
+            guard let pk = id.primaryKey, id.storeIdentifier == storeIdentifier else { continue }
+            // The entity's state and the stored row, each found once for the record.
+            let entityState = state(entity)
+            let row = entityState.rows.value(forKey: pk)
+            guard row != nil || pending != nil, !entityState.deletedKeys.contains(pk) else { continue }
             if !entity.uniquenessConstraints.isEmpty {
                 var previous = pending.map {
                     DefaultSnapshot(persistentIdentifier: id, values: finalValues.write(at: $0).values)
                 }
-                if previous == nil, let found = try stored(entity, pk) {
+                if previous == nil, let row {
+                    let found = try resolve(row, entity: entity.name, key: pk)
                     previous = found
                     // A record read back by location is kept for `loadReplaced`, which then
                     // does not read it a second time.
@@ -236,7 +238,7 @@ extension SnapshotTable {
                 // Most updates leave them alone, which comparing the values shows without
                 // encoding a key.
                 let unchanged =
-                    previous.map { Self.sameUniqueValues(state(entity).uniqueIndexes, $0.values, snapshot.values) }
+                    previous.map { Self.sameUniqueValues(entityState.uniqueIndexes, $0.values, snapshot.values) }
                     ?? false
                 if !unchanged {
                     let keys = uniqueKeys(entity, snapshot)
