@@ -418,7 +418,7 @@ struct CachedBlock: Sendable {
 /// one goes. A block put in starts unmarked, behind the hand, so a block read once goes
 /// before a block read again since it came in. A list kept in order of use moved the block
 /// to the front on every read, and unlinking it wrote to its two neighbours, which a random
-/// read finds cold: two of the dozen cache misses a point fetch at a million rows pays.
+/// read finds cold at a million rows: two more cache misses a point fetch.
 struct BlockCache {
     private struct Node {
         var offset: Int64
