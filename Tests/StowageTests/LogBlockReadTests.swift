@@ -94,6 +94,68 @@ struct LogBlockReadTests {
         #expect(Self.personBlocks(store).count > 10)
     }
 
+    /// Records read in order for a batch: those the cache holds decoded come from it under
+    /// one lock, the others are read one by one; either way, the answer is what looking each
+    /// identifier up gives, through runs of two entities, missing records and a cache too
+    /// small to keep decoded records. A cached record that is not the one its location
+    /// should hold is read again, and reported as damage.
+    @Test(arguments: [64 << 20, 48 << 10])
+    func snapshotsInOrderMatchOneByOneLookUps(cacheCapacity: Int) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        do {
+            let (container, store) = try Self.open(directory.storeURL)
+            try Self.insertPeople(2000, into: container)
+            let context = ModelContext(container)
+            for i in 0..<300 {
+                context.insert(
+                    Chore(seq: i, title: "Chore \(i)", priority: i % 5, isCompleted: i % 2 == 0, dueDate: nil))
+            }
+            try context.save()
+            store.close()
+        }
+        let (_, store) = try Self.open(directory.storeURL, cacheCapacity: cacheCapacity)
+        let (people, chores) = try store.withTable { table in
+            (try #require(table.scopes["Person"]), try #require(table.scopes["Chore"]))
+        }
+        func person(_ key: Int64) -> PersistentIdentifier { .permanent(in: people, primaryKey: key) }
+        func chore(_ key: Int64) -> PersistentIdentifier { .permanent(in: chores, primaryKey: key) }
+        let personKeys = store.withTable { $0.entities["Person"]?.rows.map(\.key) ?? [] }
+        let choreKeys = store.withTable { $0.entities["Chore"]?.rows.map(\.key) ?? [] }
+        #expect(personKeys.count == 2000 && choreKeys.count == 300)
+        // Some records read (and, in the large cache, kept decoded) before the batch.
+        for key in personKeys.prefix(700) where key % 3 == 0 {
+            _ = try store.withTable { try $0.snapshot(for: person(key)) }
+        }
+        var ids: [PersistentIdentifier] = []
+        for (i, key) in personKeys.enumerated() {
+            ids.append(person(key))
+            if i % 10 == 0, i / 10 < choreKeys.count { ids.append(chore(choreKeys[i / 10])) }
+            if i % 250 == 0 { ids.append(person(9_999_999)) }
+        }
+        let expected = try store.withTable { table in try ids.map { try table.snapshot(for: $0) } }
+        #expect(expected.filter { $0 == nil }.count == 8)
+        let inOrder = try store.withTable { try $0.snapshotsInOrder(for: ids) }
+        #expect(inOrder == expected)
+
+        // A decoded record cached where another one's location points.
+        let reader = try #require(store.reader)
+        let (key, location) = try #require(
+            store.withTable { table in
+                table.entities["Person"]?.rows.lazy.compactMap { row -> (Int64, RecordLocation)? in
+                    guard case .location(let location) = row.value, location.slot == 0 else { return nil }
+                    return (row.key, location)
+                }.first
+            })
+        let impostor = try #require(expected.compactMap { $0 }.first { $0.persistentIdentifier.primaryKey != key })
+        reader.cache.withLock { cache in
+            cache.put(location.blockOffset, CachedBlock(length: 100, slots: [0], decoded: [impostor]))
+        }
+        #expect(throws: DataStoreError.self) {
+            try store.withTable { try $0.snapshotsInOrder(for: [person(key), chore(choreKeys[0])]) }
+        }
+    }
+
     /// A block a save wrote is cached with its writes decoded and without its bytes: every
     /// read of the saved records is answered from it, with no block read, and a write
     /// missing from such a block is read from the file.

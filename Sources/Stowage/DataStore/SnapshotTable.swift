@@ -121,9 +121,13 @@ public struct SnapshotTable: Sendable {
         var inThisStore = false
         var name = ""
         var records: EntityRecords?
+        // Rows held by location are read from the source a run of one entity at a time.
+        var pending = PendingReads()
+        if source != nil, identifiers.count > 1 { pending.reserveCapacity(identifiers.count) }
         for id in identifiers {
             let scope = ObjectIdentifier(id.scope)
             if scope != lastScope {
+                try readPending(&pending, entity: name, into: &result)
                 lastScope = scope
                 inThisStore = id.storeIdentifier == storeIdentifier
                 name = id.entityName
@@ -150,9 +154,48 @@ public struct SnapshotTable: Sendable {
                 result.append(nil)
                 continue
             }
-            result.append(try resolve(row, entity: name, key: key))
+            if case .location(let location) = row, source != nil {
+                pending.positions.append(result.count)
+                pending.keys.append(key)
+                pending.locations.append(location)
+                result.append(nil)
+            } else {
+                result.append(try resolve(row, entity: name, key: key))
+            }
         }
+        try readPending(&pending, entity: name, into: &result)
         return result
+    }
+
+    /// Rows of one entity that `snapshotsInOrder` reads from the source together: where
+    /// each goes in the result, its key and its location.
+    struct PendingReads {
+        var positions: [Int] = []
+        var keys: [Int64] = []
+        var locations: [RecordLocation] = []
+
+        mutating func reserveCapacity(_ count: Int) {
+            positions.reserveCapacity(count)
+            keys.reserveCapacity(count)
+            locations.reserveCapacity(count)
+        }
+    }
+
+    /// Reads `pending`'s records into `result`: those the source hands over at once, then
+    /// each other one on its own. Leaves `pending` empty.
+    private func readPending(_ pending: inout PendingReads, entity: String, into result: inout [DefaultSnapshot?])
+        throws
+    {
+        guard !pending.positions.isEmpty, let source else { return }
+        source.cachedSnapshots(
+            entity: entity, keys: pending.keys, at: pending.locations, positions: pending.positions, into: &result)
+        for i in pending.positions.indices where result[pending.positions[i]] == nil {
+            result[pending.positions[i]] = try source.snapshot(
+                entity: entity, key: pending.keys[i], at: pending.locations[i])
+        }
+        pending.positions.removeAll(keepingCapacity: true)
+        pending.keys.removeAll(keepingCapacity: true)
+        pending.locations.removeAll(keepingCapacity: true)
     }
 
     // MARK: Planning and fetching

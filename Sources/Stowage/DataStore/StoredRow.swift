@@ -69,9 +69,23 @@ public protocol SnapshotSource: AnyObject, Sendable {
     /// snapshot that is not whole is never a model's, and is never kept.
     func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
         -> (snapshot: DefaultSnapshot, isWhole: Bool)
+
+    /// Puts each record `keys[i]` of `entity` at `locations[i]` that the source can hand over
+    /// without reading or decoding anything into `result[positions[i]]`, and leaves the
+    /// others as they are, for the caller to read with ``snapshot(entity:key:at:)``. For a
+    /// batch of rows: a log store takes its cache's lock once for many records instead of
+    /// once a record. By default, none.
+    func cachedSnapshots(
+        entity: String, keys: [Int64], at locations: [RecordLocation], positions: [Int],
+        into result: inout [DefaultSnapshot?])
 }
 
 extension SnapshotSource {
+    public func cachedSnapshots(
+        entity: String, keys: [Int64], at locations: [RecordLocation], positions: [Int],
+        into result: inout [DefaultSnapshot?]
+    ) {}
+
     public func snapshot(entity: String, key: Int64, at location: RecordLocation, columns: SnapshotColumns) throws
         -> (snapshot: DefaultSnapshot, isWhole: Bool)
     {

@@ -53,6 +53,36 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         try read(entity: entity, key: key, at: location, externalValues: false).snapshot
     }
 
+    /// The records the cache holds decoded, each checked as ``read(entity:key:at:externalValues:columns:)``
+    /// checks one (a record that fails is left to that read, which says why). The lock is
+    /// taken once for up to `cachedRunLength` records: a lock held for a whole batch of any
+    /// size would keep other readers waiting as long.
+    func cachedSnapshots(
+        entity: String, keys: [Int64], at locations: [RecordLocation], positions: [Int],
+        into result: inout [DefaultSnapshot?]
+    ) {
+        var start = 0
+        while start < locations.count {
+            let end = Swift.min(start + Self.cachedRunLength, locations.count)
+            cache.withLock { cache in
+                for i in start..<end {
+                    let location = locations[i]
+                    if let decoded = cache.decodedWrite(location.blockOffset, slot: location.slot),
+                        decoded.persistentIdentifier.primaryKey == keys[i],
+                        decoded.persistentIdentifier.entityName == entity
+                    {
+                        result[positions[i]] = decoded
+                    }
+                }
+            }
+            start = end
+        }
+    }
+
+    /// The most records ``cachedSnapshots(entity:keys:at:positions:into:)`` reads under one
+    /// hold of the lock.
+    static let cachedRunLength = 512
+
     /// Decodes only the values at `columns` when the cache has had to evict, and so keeps
     /// blocks as bytes: a full decode would not be kept either, and skipping the values a
     /// predicate does not read (a note's string, say) is cheaper than making and freeing
