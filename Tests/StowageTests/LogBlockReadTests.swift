@@ -61,6 +61,16 @@ struct LogBlockReadTests {
         }
     }
 
+    /// The key and location of the first person stored by location in `slot` of its block.
+    static func firstPerson(inSlot slot: Int, of store: LogStore) -> (Int64, RecordLocation)? {
+        store.withTable { table in
+            table.entities["Person"]?.rows.lazy.compactMap { row -> (Int64, RecordLocation)? in
+                guard case .location(let location) = row.value, location.slot == slot else { return nil }
+                return (row.key, location)
+            }.first
+        }
+    }
+
     static func emails(_ store: LogStore) throws -> [String] {
         let entity = schema.entitiesByName["Person"]!
         return try store.allSnapshots(of: "Person").compactMap {
@@ -140,13 +150,7 @@ struct LogBlockReadTests {
 
         // A decoded record cached where another one's location points.
         let reader = try #require(store.reader)
-        let (key, location) = try #require(
-            store.withTable { table in
-                table.entities["Person"]?.rows.lazy.compactMap { row -> (Int64, RecordLocation)? in
-                    guard case .location(let location) = row.value, location.slot == 0 else { return nil }
-                    return (row.key, location)
-                }.first
-            })
+        let (key, location) = try #require(Self.firstPerson(inSlot: 0, of: store))
         let impostor = try #require(expected.compactMap { $0 }.first { $0.persistentIdentifier.primaryKey != key })
         reader.cache.withLock { cache in
             cache.put(location.blockOffset, CachedBlock(length: 100, slots: [0], decoded: [impostor]))
@@ -176,13 +180,7 @@ struct LogBlockReadTests {
             #expect(block.decoded.allSatisfy { $0 != nil })
         }
         // Take one write out of a cached block: reading it goes to the file.
-        let (key, location) = try #require(
-            store.withTable { table in
-                table.entities["Person"]?.rows.lazy.compactMap { row -> (Int64, RecordLocation)? in
-                    guard case .location(let location) = row.value, location.slot == 1 else { return nil }
-                    return (row.key, location)
-                }.first
-            })
+        let (key, location) = try #require(Self.firstPerson(inSlot: 1, of: store))
         reader.cache.withLock { cache in
             guard var block = cache.get(location.blockOffset) else { return }
             block.decoded[1] = nil
