@@ -68,8 +68,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
                 for i in start..<end {
                     let location = locations[i]
                     if let decoded = cache.decodedWrite(location.blockOffset, slot: location.slot),
-                        decoded.persistentIdentifier.primaryKey == keys[i],
-                        decoded.persistentIdentifier.entityName == entity
+                        Self.holds(decoded, entity: entity, key: keys[i])
                     {
                         result[positions[i]] = decoded
                     }
@@ -77,6 +76,13 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             }
             start = end
         }
+    }
+
+    /// Whether `snapshot` is record `key` of `entity`: what a slot must hold for the key
+    /// directory to be right about it.
+    @inline(__always)
+    static func holds(_ snapshot: DefaultSnapshot, entity: String, key: Int64) -> Bool {
+        snapshot.persistentIdentifier.primaryKey == key && snapshot.persistentIdentifier.entityName == entity
     }
 
     /// The most records ``cachedSnapshots(entity:keys:at:positions:into:)`` reads under one
@@ -122,8 +128,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         }
         /// A slot must hold the record the key directory says it does.
         func check(_ snapshot: DefaultSnapshot) throws {
-            guard snapshot.persistentIdentifier.primaryKey == key, snapshot.persistentIdentifier.entityName == entity
-            else {
+            guard Self.holds(snapshot, entity: entity, key: key) else {
                 throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
             }
         }
