@@ -222,6 +222,31 @@ public struct IndexKey: Comparable, Hashable, Sendable, CustomStringConvertible 
         }
     }
 
+    /// A 64-bit hash of an inline key, well mixed in every bit, for a hash table kept
+    /// beside a B+tree; `nil` for a key longer than ``inlineCapacity``. It is the same in
+    /// every process (no random seed), and cheaper than `hash(into:)`: a few multiplies.
+    ///
+    /// Equal keys have equal hashes. The words are mixed with the finaliser of
+    /// MurmurHash3, so a table may take its slot from the low bits and a fingerprint from
+    /// the high ones.
+    @inlinable
+    public var inlineHash: UInt64? {
+        guard spilled == nil else { return nil }
+        @inline(__always) func mix(_ x: UInt64) -> UInt64 {
+            var h = x
+            h ^= h >> 33
+            h &*= 0xff51_afd7_ed55_8ccd
+            h ^= h >> 33
+            h &*= 0xc4ce_b9fe_1a85_ec53
+            h ^= h >> 33
+            return h
+        }
+        var h = mix(w0 ^ 0x9e37_79b9_7f4a_7c15)
+        h = mix(h ^ w1)
+        h = mix(h ^ w2)
+        return mix(h ^ w3)
+    }
+
     /// Three-way bytewise comparison: negative, zero or positive.
     ///
     /// Zero padding and then the length order keys as `memcmp` with a proper prefix

@@ -55,6 +55,46 @@ struct IndexKeyStorageTests {
         #expect(keys.sorted().map(\.bytes) == samples.sorted { Self.byteOrder($0, $1) < 0 })
     }
 
+    /// `inlineHash`: the same for keys with the same bytes however they were built, `nil`
+    /// past the inline capacity, and spread over its bits: keys that differ in one byte,
+    /// at any position, land in different low bits (a table's slot) and high bits (its
+    /// fingerprint).
+    @Test func inlineHashFollowsTheBytesAndSpreads() {
+        #expect(IndexKey(bytes: Array(repeating: 7, count: 32)).inlineHash == nil)
+        #expect(IndexKey(bytes: Array(repeating: 7, count: 31)).inlineHash != nil)
+        let built = IndexKey {
+            $0.append("same")
+            $0.append(Int64(42))
+        }
+        #expect(IndexKey(bytes: built.bytes).inlineHash == built.inlineHash)
+        #expect(IndexKey().inlineHash != IndexKey(bytes: [0]).inlineHash)
+
+        var rng = SplitMix64(seed: 77)
+        var lowSlots = Set<UInt64>()
+        var fingerprints = Set<UInt64>()
+        var hashes = Set<UInt64>()
+        var count = 0
+        for length in 1...31 {
+            let base = (0..<length).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+            for position in 0..<length {
+                for delta: UInt8 in [1, 2, 128] {
+                    var bytes = base
+                    bytes[position] &+= delta
+                    let hash = IndexKey(bytes: bytes).inlineHash!
+                    hashes.insert(hash)
+                    lowSlots.insert(hash & 0xFFFF)
+                    fingerprints.insert(hash >> 48)
+                    count += 1
+                }
+            }
+        }
+        // 1488 keys: no two hashes alike, and 16 bits at either end nearly all distinct
+        // (a uniform hash would repeat about 17 of them).
+        #expect(hashes.count == count)
+        #expect(lowSlots.count > count - 60, "\(lowSlots.count) of \(count)")
+        #expect(fingerprints.count > count - 60, "\(fingerprints.count) of \(count)")
+    }
+
     @Test func appendingByteByByteBuildsTheSameKey() {
         var rng = SplitMix64(seed: 5)
         for length in 0...80 {
