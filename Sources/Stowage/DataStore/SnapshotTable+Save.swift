@@ -284,9 +284,14 @@ extension SnapshotTable {
         // that entity, so the trees inside are uniquely referenced and change in place.
         var currentName: String?
         var current = EntityRecords()
+        func putBack() {
+            guard let currentName else { return }
+            for i in current.indexes.indices { current.indexes[i].refreshHint() }
+            entities[currentName] = current
+        }
         func switchTo(_ name: String) -> Bool {
             if currentName == name { return true }
-            if let currentName { entities[currentName] = current }
+            putBack()
             guard let records = entities.removeValue(forKey: name) else {
                 currentName = nil
                 return false
@@ -326,9 +331,12 @@ extension SnapshotTable {
                     }
                 }
                 _ = current.indexes[i].tree.updateValue(key, forKey: newKey)
+                // Entries the save replaced or deleted stay in the hint: its readers check
+                // each candidate.
+                current.indexes[i].hint?.insert(newKey, primaryKey: key)
             }
         }
-        if let currentName { entities[currentName] = current }
+        putBack()
         nextPrimaryKey = Swift.max(nextPrimaryKey, prepared.nextPrimaryKey)
     }
 

@@ -214,6 +214,22 @@ public struct SnapshotTable: Sendable {
     /// primary key it finds (`.some(nil)` when none); `nil` when the query is not of that
     /// shape. This is the plan the planner would choose, taken without building it.
     func uniqueLookup(_ query: FetchQuery, _ records: EntityRecords) -> Int64?? {
+        guard let found = uniqueKey(query, records) else { return nil }
+        return .some(records.indexes[found.index].tree.value(forKey: found.key))
+    }
+
+    /// What ``uniqueKey(_:_:)`` finds: the index, its column, the value's encoded key and
+    /// the index's hint.
+    struct UniqueKey {
+        let index: Int
+        let column: Int
+        let key: IndexKey
+        let hint: UniqueKeyHint?
+    }
+
+    /// For a query that is one equality on a property with a one-column unique index, that
+    /// index and the value's encoded key; `nil` for any other query.
+    func uniqueKey(_ query: FetchQuery, _ records: EntityRecords) -> UniqueKey? {
         guard query.identifiers == nil, query.offset == 0, query.limit != 0,
             case .compare(.equal, let l, let r)? = query.predicate
         else { return nil }
@@ -233,9 +249,46 @@ public struct SnapshotTable: Sendable {
             guard let coerced = indexes[i].coerce(value, column: 0) else { return nil }
             var encoder = IndexKeyEncoder()
             EntityIndex.append(coerced, to: &encoder)
-            return .some(indexes[i].tree.value(forKey: encoder.key))
+            return UniqueKey(index: i, column: column, key: encoder.key, hint: indexes[i].hint)
         }
         return nil
+    }
+
+    /// The record a one-column unique index holds under `found.key`, found through the
+    /// index's hint when it has one and the candidate holds that value, and through the
+    /// tree otherwise.
+    func uniqueRecord(_ found: UniqueKey, _ records: EntityRecords, entity: String) throws -> DefaultSnapshot? {
+        // A hint's candidate may be stale, or another value's: it is only the answer if
+        // its record, in this version of the table, holds the value. A candidate that
+        // cannot be read is passed over. When no candidate holds the value, the tree
+        // answers, and its record, if damaged, reports the damage.
+        if let hint = found.hint,
+            let snapshot = hint.firstMatch(
+                for: found.key,
+                { candidate -> DefaultSnapshot? in
+                    guard let row = records.rows.value(forKey: candidate),
+                        let snapshot = try? resolve(row, entity: entity, key: candidate),
+                        found.column < snapshot.values.count,
+                        Self.holds(snapshot.values[found.column], found.key)
+                    else { return nil }
+                    return snapshot
+                })
+        {
+            return snapshot
+        }
+        guard let primaryKey = records.indexes[found.index].tree.value(forKey: found.key),
+            let row = records.rows.value(forKey: primaryKey)
+        else { return nil }
+        return try resolve(row, entity: entity, key: primaryKey)
+    }
+
+    /// Whether `value` is stored under `key` in a one-column unique index: its encoding is
+    /// `key`. The encodings are compared, not the values: two strings Swift calls equal may
+    /// differ in their bytes, and so in the index.
+    static func holds(_ value: SnapshotValue, _ key: IndexKey) -> Bool {
+        var encoder = IndexKeyEncoder()
+        EntityIndex.append(value, to: &encoder)
+        return encoder.key == key
     }
 
     /// The records that match `query`, sorted, after offset and limit.
@@ -247,9 +300,8 @@ public struct SnapshotTable: Sendable {
         // `entities.values[position]` copies them (a retain of each of their parts).
         if let position = entities.index(forKey: query.entity.name) {
             let records = entities.values[position]
-            if let found = uniqueLookup(query, records) {
-                guard let key = found, let row = records.rows.value(forKey: key) else { return [] }
-                return [try resolve(row, entity: query.entity.name, key: key)]
+            if let found = uniqueKey(query, records) {
+                return try uniqueRecord(found, records, entity: query.entity.name).map { [$0] } ?? []
             }
         }
         return try run(query, plan(query))

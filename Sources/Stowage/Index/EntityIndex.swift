@@ -20,6 +20,10 @@ struct EntityIndex: Sendable, CustomStringConvertible {
     let columnKinds: [ColumnKind]
     let isUnique: Bool
     var tree: BTree<IndexKey, Int64>
+    /// For a one-column unique index of at least ``UniqueKeyHint/minimumEntries``
+    /// records, a hash table of candidates beside the tree (see ``UniqueKeyHint``). Copies
+    /// of the index share it.
+    var hint: UniqueKeyHint?
     /// `Entity(column, …)`, as `explain` shows it.
     let description: String
 
