@@ -102,6 +102,37 @@ struct LogPerWriteBlockTests {
         #expect(compressed == Array(40..<50))
     }
 
+    /// The count of writes that did not get shorter runs on from one block of a commit to
+    /// the next (they share the commit's stream): a block of compressible writes after a
+    /// block of 30 random ones tries its first write only at the count's next probe.
+    @Test func theRunOfMissesCarriesOverToTheCommitsNextBlock() throws {
+        var random = SeededRandom(seed: 11)
+        func block(_ writes: [[UInt8]], _ stream: LZ4Block.Stream) throws -> [Int] {
+            var contents: [UInt8] = []
+            var starts: [Int32] = []
+            for write in writes {
+                starts.append(Int32(contents.count))
+                contents += [0] + write
+            }
+            var w = LogByteWriter()
+            LogBlocks.append(contents, starts: starts, version: 5, stream: stream, to: &w)
+            let (header, read) = try Self.parse(w.bytes)
+            #expect(read == contents)
+            let table = try LogBlocks.table(header, stored: w.bytes[LogBlocks.headerSize...])
+            return table.lengths.indices.filter { table.lengths[$0] > 0 }
+        }
+        let noise = (0..<30).map { _ in (0..<100).map { _ in UInt8(truncatingIfNeeded: random.next()) } }
+        let socks = (0..<20).map { Array(String(repeating: "pair \($0) of socks, ", count: 6).utf8) }
+        let stream = LZ4Block.Stream()
+        #expect(try block(noise, stream).isEmpty)
+        #expect(stream.misses == 30)
+        // Misses 30–39 are the next block's writes 0–9, skipped; the 40th is tried.
+        #expect(try block(socks, stream) == Array(10..<20))
+        #expect(stream.misses == 0)
+        // A new stream (a new commit) starts counting again.
+        #expect(try block(socks, LZ4Block.Stream()) == Array(0..<20))
+    }
+
     /// A table that does not add up is refused, checksum or not: lengths that overrun the
     /// stored bytes or leave some over, writes that add up to another length than the
     /// header's, an impossible uncompressed length, and LZ4 bytes that do not decompress to

@@ -49,6 +49,9 @@ enum LZ4Block {
     /// every write instead. Not for use by two threads at once.
     final class Stream {
         private let stream: OpaquePointer?
+        /// Writes in a row that did not get shorter, for its user's skipping
+        /// (``LogBlocks/missesBeforeSkipping``).
+        var misses = 0
 
         init() { stream = OpaquePointer(LZ4_createStream()) }
 
