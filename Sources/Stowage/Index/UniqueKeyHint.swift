@@ -7,8 +7,9 @@ import Synchronization
 /// here instead of descending the tree.
 ///
 /// Stowage's own addition (SwiftData has no such layer), in the spirit of InnoDB's
-/// adaptive hash index. At a million records a descent of the tree missed the processor's
-/// caches and its TLB at every level. One slot is one miss.
+/// adaptive hash index. At a million records the tree's descent is three binary searches
+/// over nodes that are not in the caches (callgrind simulated 24 first-level and 3.3
+/// last-level misses for it a fetch); a slot is one miss.
 ///
 /// A slot only ever gives a *candidate*. Whoever reads one must check that the record
 /// stored under that primary key, in the version of the table being read, holds the value
