@@ -1,4 +1,5 @@
 import BTree
+import Foundation
 import IndexKey
 import Synchronization
 
@@ -52,6 +53,13 @@ final class UniqueKeyHint: @unchecked Sendable {
     /// too large for 4-byte slots.
     private let overflowed = Atomic<Bool>(false)
 
+    /// The slots' memory: a mapping of its own when the system gives one, so that freeing
+    /// it hands its pages back at once instead of leaving a hole of megabytes in the heap
+    /// (glibc serves such sizes from the heap once larger blocks have been freed).
+    private let region: UnsafeMutableRawPointer
+    private let regionBytes: Int
+    private let isMapped: Bool
+
     /// An empty table with room for `entries` at a load of at most two thirds, with slots
     /// wide enough for primary keys up to `largestKey` and as many more.
     init(entries: Int, largestKey: Int64) {
@@ -59,25 +67,33 @@ final class UniqueKeyHint: @unchecked Sendable {
         while capacity < entries + entries / 2 { capacity <<= 1 }
         self.capacity = capacity
         self.mask = capacity - 1
-        if largestKey < Self.narrowBuildLimit {
-            let slots = UnsafeMutablePointer<Atomic<UInt32>>.allocate(capacity: capacity)
+        let isNarrow = largestKey < Self.narrowBuildLimit
+        regionBytes = capacity * (isNarrow ? 4 : 8)
+        if let mapped = mmap(nil, regionBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+            mapped != UnsafeMutableRawPointer(bitPattern: -1)
+        {
+            (region, isMapped) = (mapped, true)
+        } else {
+            (region, isMapped) = (.allocate(byteCount: regionBytes, alignment: 8), false)
+        }
+        if isNarrow {
+            let slots = region.bindMemory(to: Atomic<UInt32>.self, capacity: capacity)
             for i in 0..<capacity { (slots + i).initialize(to: Atomic(0)) }
             (narrow, wide) = (slots, nil)
         } else {
-            let slots = UnsafeMutablePointer<Atomic<UInt64>>.allocate(capacity: capacity)
+            let slots = region.bindMemory(to: Atomic<UInt64>.self, capacity: capacity)
             for i in 0..<capacity { (slots + i).initialize(to: Atomic(0)) }
             (narrow, wide) = (nil, slots)
         }
     }
 
     deinit {
-        if let narrow {
-            narrow.deinitialize(count: capacity)
-            narrow.deallocate()
-        }
-        if let wide {
-            wide.deinitialize(count: capacity)
-            wide.deallocate()
+        narrow?.deinitialize(count: capacity)
+        wide?.deinitialize(count: capacity)
+        if isMapped {
+            munmap(region, regionBytes)
+        } else {
+            region.deallocate()
         }
     }
 
