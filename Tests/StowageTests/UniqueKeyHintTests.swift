@@ -6,6 +6,18 @@ import Testing
 
 @_spi(Testing) @testable import Stowage
 
+extension UniqueKeyHint {
+    /// Every primary key the table holds for `key`, in the order they were entered.
+    func candidates(for key: IndexKey) -> [Int64] {
+        var all: [Int64] = []
+        _ = firstMatch(for: key) { (candidate: Int64) -> Bool? in
+            all.append(candidate)
+            return nil
+        }
+        return all
+    }
+}
+
 /// The hash table beside a one-column unique index (`UniqueKeyHint`) only gives
 /// candidates: whatever it holds, a fetch by a unique value must find what the tree finds.
 @Suite("Unique key hint")

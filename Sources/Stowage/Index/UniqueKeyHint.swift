@@ -128,16 +128,6 @@ final class UniqueKeyHint: @unchecked Sendable {
         return nil
     }
 
-    /// Every primary key the table holds for `key`, in the order they were entered.
-    func candidates(for key: IndexKey) -> [Int64] {
-        var all: [Int64] = []
-        _ = firstMatch(for: key) { (candidate: Int64) -> Bool? in
-            all.append(candidate)
-            return nil
-        }
-        return all
-    }
-
     /// Enters `key` for the record `primaryKey`, after the keys already entered for it: a
     /// slot is never overwritten, since a slot with the same fingerprint may be another
     /// value's. Entries the record no longer matches stay until the table is built again.
