@@ -3,6 +3,16 @@ import Foundation
 import StowageTestSupport
 import Testing
 
+/// A model whose `deinit` runs app code: here, a change to another model of its context.
+@Model final class Farewell {
+    var name: String
+    @Transient var onDeinit: (() -> Void)?
+
+    init(name: String) { self.name = name }
+
+    deinit { onDeinit?() }
+}
+
 /// A context's registry does not keep unchanged models alive; unsaved changes are kept
 /// until they are saved or rolled back.
 @Suite("ModelContext registry")
@@ -218,5 +228,45 @@ struct RegistryTests {
             #expect(item.trip === first)
             #expect(item.trip?.name == "Shared")
         }
+    }
+
+    /// The save lets go of the changed models it kept alive only after it is done with its
+    /// lists, so a model's `deinit` may change another model of the context: that change
+    /// waits for the next save. (The lists are read and changed without the dynamic
+    /// exclusivity check; a `deinit` inside one of those changes would touch a list while it
+    /// is being changed.)
+    @Test(arguments: StoreFactory.all)
+    func aDeinitThatChangesAnotherModelDuringTheSaveIsKeptForTheNextSave(_ factory: StoreFactory) throws {
+        let container = try factory.make(Schema([Farewell.self]))
+        let writer = ModelContext(container)
+        writer.insert(Farewell(name: "leaving"))
+        writer.insert(Farewell(name: "staying"))
+        try writer.save()
+
+        let context = ModelContext(container)
+        let stayingID = try #require(
+            try context.fetch(FetchDescriptor<Farewell>(predicate: #Predicate { $0.name == "staying" })).first
+        ).persistentModelID
+        let staying = try #require(context.model(for: stayingID) as? Farewell)
+        var ran = false
+        do {
+            let leaving = try #require(
+                try context.fetch(FetchDescriptor<Farewell>(predicate: #Predicate { $0.name == "leaving" })).first)
+            leaving.name = "left"
+            leaving.onDeinit = {
+                ran = true
+                staying.name = "changed by a deinit"
+            }
+        }
+        // Only the context keeps `leaving` alive now, as a changed model; the save lets it go.
+        try context.save()
+        #expect(ran)
+        #expect(context.hasChanges)
+        #expect(context.changedModelsArray.count == 1)
+        try context.save()
+
+        let check = ModelContext(container)
+        let names = try check.fetch(FetchDescriptor<Farewell>(sortBy: [SortDescriptor(\.name)])).map(\.name)
+        #expect(names == ["changed by a deinit", "left"])
     }
 }

@@ -193,10 +193,14 @@ extension ModelContext {
         // about as many times as it doubled (updates of 1000 in a save: 750 of 19,000
         // instructions an update). A large one is let go, not held for the next save.
         let keepCapacity = changedModels.count <= Self.keptChangeCapacity
+        // The models the lists let go are freed when `released` is, after the accesses
+        // below (see `changedModels`).
+        let released = (changedModels, deletedModels)
         changedOrder.removeAll(keepingCapacity: keepCapacity)
         changedModels.removeAll(keepingCapacity: keepCapacity)
         deletedOrder = []
         deletedModels = [:]
+        withExtendedLifetime(released) {}
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [
