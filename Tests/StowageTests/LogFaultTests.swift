@@ -4,6 +4,18 @@ import Testing
 
 @_spi(Testing) @testable import Stowage
 
+/// A unique value and an indexed one, for the undo of a save whose sync failed.
+@Model final class Ledger {
+    @Attribute(.unique) var code: String
+    var amount: Int
+    #Index<Ledger>([\.amount])
+
+    init(code: String, amount: Int) {
+        self.code = code
+        self.amount = amount
+    }
+}
+
 @Suite("LogStore under injected I/O faults")
 struct LogFaultTests {
     /// Fails the Nth write or sync over a run of saves, for every N. Each save either
@@ -150,5 +162,51 @@ struct LogFaultTests {
             #expect(try Array(reopened.allSnapshots(of: "Trip").prefix(before["Trip"]!.count)) == before["Trip"]!)
             #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
         }
+    }
+
+    /// A save whose sync fails is taken back out of the table whole: its update (of a
+    /// unique and an indexed value), its delete and its insert are undone, in the records
+    /// and in both indexes, and a reopened store shows the same.
+    @Test func aFailedSyncUndoesUpdatesDeletesAndInsertsInTheIndexesToo() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let schema = Schema([Ledger.self])
+        let fs = FaultInjectingFileSystem()
+        let container = try ModelContainer(
+            for: schema, configurations: [LogTest.configuration(directory.storeURL, schema: schema, fileSystem: fs)])
+        let writer = ModelContext(container)
+        for (code, amount) in [("A", 1), ("B", 2), ("C", 3)] { writer.insert(Ledger(code: code, amount: amount)) }
+        try writer.save()
+
+        func check(_ context: ModelContext) throws {
+            let all = try context.fetch(FetchDescriptor<Ledger>(sortBy: [SortDescriptor(\.code)]))
+            #expect(all.map(\.code) == ["A", "B", "C"])
+            #expect(all.map(\.amount) == [1, 2, 3])
+            for (code, count) in [("A", 1), ("A2", 0), ("B", 1), ("D", 0)] {
+                #expect(
+                    try context.fetchCount(FetchDescriptor<Ledger>(predicate: #Predicate { $0.code == code })) == count)
+            }
+            for (amount, count) in [(1, 1), (10, 0), (2, 1), (4, 0)] {
+                #expect(
+                    try context.fetchCount(FetchDescriptor<Ledger>(predicate: #Predicate { $0.amount == amount }))
+                        == count)
+            }
+        }
+
+        let changer = ModelContext(container)
+        let ledgers = try changer.fetch(FetchDescriptor<Ledger>(sortBy: [SortDescriptor(\.code)]))
+        ledgers[0].code = "A2"
+        ledgers[0].amount = 10
+        changer.delete(ledgers[1])
+        changer.insert(Ledger(code: "D", amount: 4))
+        fs.arm(.sync, failOn: 1)
+        #expect(throws: DataStoreError.self) { try changer.save() }
+        try check(ModelContext(container))
+
+        let store = try #require(container.storesForTesting.first as? LogStore)
+        store.close()
+        let reopened = try ModelContainer(
+            for: schema, configurations: [LogTest.configuration(directory.storeURL, schema: schema)])
+        try check(ModelContext(reopened))
     }
 }

@@ -273,6 +273,16 @@ extension SnapshotTable {
 
     /// Applies a prepared save: records and every index change together. It cannot fail.
     public mutating func apply(_ prepared: PreparedSave) {
+        var unrecorded: [StoredRow?]?
+        apply(prepared, replacedRows: &unrecorded)
+    }
+
+    /// Applies a prepared save, as ``apply(_:)``, and appends to `replacedRows` (unless it
+    /// is `nil`) the row that each of its deletes, then each of its writes that is not an
+    /// insert, replaced, in that order: `nil` where the table held none. They are what an
+    /// undo of the save writes back (`LogPendingSave.completeUndo`), found here by the
+    /// changes themselves instead of by looking every record up before applying.
+    mutating func apply(_ prepared: PreparedSave, replacedRows: inout [StoredRow?]?) {
         if let bulk = bulkInserts(prepared) {
             // A large save of new records into empty entities (an import): each tree is
             // built from sorted entries at once instead of by one insert per entry.
@@ -301,17 +311,27 @@ extension SnapshotTable {
             return true
         }
         for (name, key) in prepared.deletes {
-            guard switchTo(name) else { continue }
-            if let row = current.rows.removeValue(forKey: key), let old = replacedSnapshot(row, name, key, prepared) {
+            guard switchTo(name) else {
+                replacedRows?.append(nil)
+                continue
+            }
+            let removed = current.rows.removeValue(forKey: key)
+            replacedRows?.append(removed)
+            if let row = removed, let old = replacedSnapshot(row, name, key, prepared) {
                 for i in current.indexes.indices {
                     _ = current.indexes[i].tree.removeValue(forKey: current.indexes[i].entryKey(old, primaryKey: key))
                 }
             }
         }
-        for (position, (name, key, snapshot, _)) in prepared.writes.enumerated() {
-            guard switchTo(name) else { continue }
+        for (position, (name, key, snapshot, isInsert)) in prepared.writes.enumerated() {
+            guard switchTo(name) else {
+                if !isInsert { replacedRows?.append(nil) }
+                continue
+            }
             let row = prepared.storedRows?.row(at: position) ?? .snapshot(snapshot)
-            let old = current.rows.updateValue(row, forKey: key).flatMap { replacedSnapshot($0, name, key, prepared) }
+            let replaced = current.rows.updateValue(row, forKey: key)
+            if !isInsert { replacedRows?.append(replaced) }
+            let old = replaced.flatMap { replacedSnapshot($0, name, key, prepared) }
             for i in current.indexes.indices {
                 // An update that leaves the indexed values alone leaves the entry alone.
                 if let old,

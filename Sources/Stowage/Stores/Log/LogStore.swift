@@ -335,17 +335,18 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             }
             return (prepared, nil, compactionDue(&w, live: live))
         }
-        let (undo, previousKey, live) = table.withLock { table in
-            let undo = table.undo(of: prepared)
+        let (replacedRows, previousKey, live) = table.withLock { table in
             let previousKey = table.nextPrimaryKey
-            table.apply(prepared)
-            return (undo, previousKey, table.count)
+            var replacedRows: [StoredRow?]? = []
+            table.apply(prepared, replacedRows: &replacedRows)
+            return (replacedRows ?? [], previousKey, table.count)
         }
         w.appended += 1
         w.pending.append(
             LogPendingSave(
-                sequence: w.appended, start: start, undo: undo, previousNextPrimaryKey: previousKey,
-                writes: prepared.writes, writesHeldByLocation: prepared.storedRows != nil))
+                sequence: w.appended, start: start, previousNextPrimaryKey: previousKey, deletes: prepared.deletes,
+                writes: prepared.writes, replacedRows: replacedRows, replaced: prepared.replaced,
+                writesHeldByLocation: prepared.storedRows != nil))
         return (prepared, w.appended, compactionDue(&w, live: live))
     }
 
