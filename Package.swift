@@ -69,6 +69,10 @@ let package = Package(
             dependencies: ["StowageMacros", "BTree", "IndexKey", "CLZ4", "CCRC32C"]
         ),
         .target(
+            name: "StowageInspection",
+            dependencies: ["Stowage"]
+        ),
+        .target(
             name: "StowageTestSupport",
             dependencies: ["Stowage"],
             path: "Tests/StowageTestSupport"
@@ -101,7 +105,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "StowageTool",
-            dependencies: ["Stowage"],
+            dependencies: ["Stowage", "StowageInspection"],
             path: "Sources/stowage"
         ),
         .testTarget(name: "BTreeTests", dependencies: ["BTree"]),

@@ -1,5 +1,6 @@
 import Foundation
 import Stowage
+import StowageInspection
 
 /// The commands: each reads with the library's tooling (Sources/Stowage/Tooling), then
 /// formats and prints.

@@ -1,5 +1,6 @@
 import Foundation
 import Stowage
+import StowageInspection
 
 #if canImport(Glibc)
     import Glibc

@@ -10,36 +10,36 @@ import Foundation
 /// load of an import), where the tuples had to be copied out into arrays first. With the
 /// log store's locations held as 8-byte values rather than rows (``StoredRows``), the
 /// peak of a million-record import fell by 56 MiB.
-struct SaveWrites: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
-    typealias Element = (entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)
+package struct SaveWrites: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
+    package typealias Element = (entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)
 
     /// Each write's primary key.
-    private(set) var keys: [Int64] = []
+    package private(set) var keys: [Int64] = []
     /// Each write's snapshot.
-    private(set) var snapshots: [DefaultSnapshot] = []
+    package private(set) var snapshots: [DefaultSnapshot] = []
     /// Whether each write is an insert.
     private var inserts: [Bool] = []
     /// The runs of writes to one entity: the position each starts at, ascending, and the
     /// entity. Consecutive runs name different entities.
-    private(set) var runs: [(start: Int, entity: String)] = []
+    package private(set) var runs: [(start: Int, entity: String)] = []
 
-    init() {}
+    package init() {}
 
-    init(arrayLiteral elements: Element...) {
+    package init(arrayLiteral elements: Element...) {
         reserveCapacity(elements.count)
         for element in elements { append(element) }
     }
 
-    var startIndex: Int { 0 }
-    var endIndex: Int { keys.count }
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { keys.count }
 
-    subscript(position: Int) -> Element {
+    package subscript(position: Int) -> Element {
         (entity(at: position), keys[position], snapshots[position], inserts[position])
     }
 
     /// The entity of the write at `position`: found among the runs by binary search, the
     /// last run first (a save of one entity has one run).
-    func entity(at position: Int) -> String {
+    package func entity(at position: Int) -> String {
         precondition(position >= 0 && position < keys.count, "a write position out of range")
         return runs[run(containing: position)].entity
     }
@@ -58,22 +58,22 @@ struct SaveWrites: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
     }
 
     /// Whether the write at `position` is an insert.
-    func isInsert(at position: Int) -> Bool { inserts[position] }
+    package func isInsert(at position: Int) -> Bool { inserts[position] }
 
-    mutating func append(_ write: Element) {
+    package mutating func append(_ write: Element) {
         if runs.last?.entity != write.entity { runs.append((keys.count, write.entity)) }
         keys.append(write.key)
         snapshots.append(write.snapshot)
         inserts.append(write.isInsert)
     }
 
-    mutating func reserveCapacity(_ count: Int) {
+    package mutating func reserveCapacity(_ count: Int) {
         keys.reserveCapacity(count)
         snapshots.reserveCapacity(count)
         inserts.reserveCapacity(count)
     }
 
-    mutating func removeAll(keepingCapacity: Bool = false) {
+    package mutating func removeAll(keepingCapacity: Bool = false) {
         keys.removeAll(keepingCapacity: keepingCapacity)
         snapshots.removeAll(keepingCapacity: keepingCapacity)
         inserts.removeAll(keepingCapacity: keepingCapacity)
@@ -81,30 +81,30 @@ struct SaveWrites: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
     }
 
     /// Replaces the snapshot of the write at `position`.
-    mutating func setSnapshot(_ snapshot: DefaultSnapshot, at position: Int) {
+    package mutating func setSnapshot(_ snapshot: DefaultSnapshot, at position: Int) {
         snapshots[position] = snapshot
     }
 
     /// The writes, one run of one entity at a time, each with its positions.
-    var entityRuns: [(entity: String, positions: Range<Int>)] {
+    package var entityRuns: [(entity: String, positions: Range<Int>)] {
         runs.indices.map { i in
             (runs[i].entity, runs[i].start..<(i + 1 < runs.count ? runs[i + 1].start : keys.count))
         }
     }
 
     /// Walks the runs in order instead of searching them for every write.
-    struct Iterator: IteratorProtocol {
+    package struct Iterator: IteratorProtocol {
         private let writes: SaveWrites
         private var position = 0
         private var run = 0
         private var runEnd: Int
 
-        init(_ writes: SaveWrites) {
+        package init(_ writes: SaveWrites) {
             self.writes = writes
             runEnd = writes.runs.count > 1 ? writes.runs[1].start : writes.keys.count
         }
 
-        mutating func next() -> Element? {
+        package mutating func next() -> Element? {
             guard position < writes.keys.count else { return nil }
             while position >= runEnd {
                 run += 1
@@ -117,5 +117,5 @@ struct SaveWrites: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
         }
     }
 
-    func makeIterator() -> Iterator { Iterator(self) }
+    package func makeIterator() -> Iterator { Iterator(self) }
 }

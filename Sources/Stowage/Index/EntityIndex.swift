@@ -8,7 +8,7 @@ import IndexKey
 /// Keys are the order-preserving encoding of the indexed values (`Formats/index-key.md`).
 /// A unique index maps that tuple to the record's primary key; a non-unique index appends
 /// the primary key to the tuple, so equal tuples stay distinct and sort by primary key.
-struct EntityIndex: Sendable, CustomStringConvertible {
+package struct EntityIndex: Sendable, CustomStringConvertible {
     /// How a column's values are encoded, so constants can be coerced to match.
     enum ColumnKind: Sendable {
         case int, uint, double, bool, other
@@ -25,7 +25,7 @@ struct EntityIndex: Sendable, CustomStringConvertible {
     /// of the index share it.
     var hint: UniqueKeyHint?
     /// `Entity(column, …)`, as `explain` shows it.
-    let description: String
+    package let description: String
 
     init(entity: Schema.Entity, columns names: [String], isUnique: Bool) {
         self.entityName = entity.name
@@ -64,7 +64,7 @@ struct EntityIndex: Sendable, CustomStringConvertible {
     func isOrderable(column position: Int) -> Bool { true }
 
     /// Encodes one value as a key component.
-    static func append(_ value: SnapshotValue, to encoder: inout IndexKeyEncoder) {
+    package static func append(_ value: SnapshotValue, to encoder: inout IndexKeyEncoder) {
         switch value {
         case .null: encoder.appendNil()
         case .bool(let v): encoder.append(v)

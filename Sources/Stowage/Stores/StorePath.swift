@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where a store's file really is.
-enum StorePath {
+package enum StorePath {
     /// `path`, or, when its last component is a symbolic link, the file the link leads to
     /// (every link on the way followed). The store's lock file, compaction's temporary file
     /// and its rename then sit beside the real file: two processes that open one store, one
@@ -9,7 +9,7 @@ enum StorePath {
     /// name, both could write), and a compaction replaces the file, not the link. A link
     /// whose target does not exist is left as it is. SQLite follows links to its database
     /// file in the same way.
-    static func followingLink(_ path: String) -> String {
+    package static func followingLink(_ path: String) -> String {
         var status = stat()
         guard lstat(path, &status) == 0, status.st_mode & S_IFMT == S_IFLNK, let real = realpath(path, nil) else {
             return path

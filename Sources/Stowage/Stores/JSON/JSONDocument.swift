@@ -4,15 +4,15 @@ import IndexKey
 
 /// The whole `stowage-json` document (`Formats/json.md`): rendering a table into bytes,
 /// and reading bytes back into a validated table.
-enum JSONDocument {
-    static let formatName = "stowage-json"
-    static let formatVersion: Int64 = 1
+package enum JSONDocument {
+    package static let formatName = "stowage-json"
+    package static let formatVersion: Int64 = 1
 
     // MARK: Rendering
 
     /// The document for `table`, byte for byte as the format fixes it.
     /// - Complexity: O(size of the store).
-    static func render(_ table: SnapshotTable, capacity: Int = 0) -> [UInt8] {
+    package static func render(_ table: SnapshotTable, capacity: Int = 0) -> [UInt8] {
         let schema = table.schema
         var w = JSONWriter(capacity: capacity)
         w.beginObject()
@@ -59,7 +59,7 @@ enum JSONDocument {
     }
 
     /// The schema's entities, one per name, sorted by name.
-    static func entities(of schema: Schema) -> [Schema.Entity] {
+    package static func entities(of schema: Schema) -> [Schema.Entity] {
         schema.entitiesByName.values.sorted { jsonKeyOrder($0.name, $1.name) }
     }
 
@@ -153,14 +153,14 @@ enum JSONDocument {
     // MARK: Reading
 
     /// What was wrong with a document, before the path is added.
-    struct Problem: Error {
-        let code: DataStoreError.Code
-        let message: String
-        init(_ code: DataStoreError.Code, _ message: String) {
+    package struct Problem: Error {
+        package let code: DataStoreError.Code
+        package let message: String
+        package init(_ code: DataStoreError.Code, _ message: String) {
             self.code = code
             self.message = message
         }
-        static func corrupt(_ message: String) -> Problem { Problem(.corruptStore, message) }
+        package static func corrupt(_ message: String) -> Problem { Problem(.corruptStore, message) }
     }
 
     /// The members of an object by name; a duplicate is an error naming `context`.
@@ -200,7 +200,7 @@ enum JSONDocument {
     }
 
     /// Reads the stored schema into the log store's comparable description.
-    static func readSchema(_ value: JSONValue) throws(Problem) -> LogSchemaDescription {
+    package static func readSchema(_ value: JSONValue) throws(Problem) -> LogSchemaDescription {
         let top = try members(value, "schema")
         let versionText = try string(top["version"], "schema.version")
         let parts = versionText.split(separator: ".", omittingEmptySubsequences: false).map { UInt64($0) }
@@ -247,7 +247,7 @@ enum JSONDocument {
 
     /// Reads and validates a whole document into a table for `schema`.
     /// - Returns: The table; its store identifier is the document's.
-    static func load(_ bytes: [UInt8], schema: Schema, maximumDepth: Int = JSONParser.defaultMaximumDepth)
+    package static func load(_ bytes: [UInt8], schema: Schema, maximumDepth: Int = JSONParser.defaultMaximumDepth)
         throws(Problem) -> SnapshotTable
     {
         let document: JSONValue
@@ -327,11 +327,11 @@ enum JSONDocument {
         var live: [String: [Int64: DefaultSnapshot]] = [:]
         var maximumKey: Int64 = 0
         struct Reference {
-            let entity: String
-            let key: Int64
-            let field: String
-            let destination: String
-            let target: Int64
+            package let entity: String
+            package let key: Int64
+            package let field: String
+            package let destination: String
+            package let target: Int64
         }
         var references: [Reference] = []
         for (entityName, group) in recordGroups.sorted(by: { jsonKeyOrder($0.key, $1.key) }) {

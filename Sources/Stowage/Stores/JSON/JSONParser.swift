@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Objects keep their members in document order, duplicates included, so that the code
 /// that interprets them can report a duplicate with its context (entity, record, field).
-indirect enum JSONValue: Sendable {
+package indirect enum JSONValue: Sendable {
     case null
     case bool(Bool)
     /// An integer that fits in `Int64`.
@@ -20,7 +20,7 @@ indirect enum JSONValue: Sendable {
     case object([(key: String, value: JSONValue)])
 
     /// The JSON type's name, for messages.
-    var typeName: String {
+    package var typeName: String {
         switch self {
         case .null: "null"
         case .bool: "a boolean"
@@ -34,17 +34,17 @@ indirect enum JSONValue: Sendable {
 }
 
 /// A syntax error, with where it is: 1-based line and column (columns count bytes).
-struct JSONSyntaxError: Error, CustomStringConvertible {
-    let line: Int
-    let column: Int
-    let reason: String
-    var description: String { "line \(line), column \(column): \(reason)" }
+package struct JSONSyntaxError: Error, CustomStringConvertible {
+    package let line: Int
+    package let column: Int
+    package let reason: String
+    package var description: String { "line \(line), column \(column): \(reason)" }
 }
 
 /// A strict RFC 8259 parser over UTF-8 bytes, with a nesting-depth limit so that deeply
 /// nested input cannot exhaust the stack.
-struct JSONParser {
-    static let defaultMaximumDepth = 64
+package struct JSONParser {
+    package static let defaultMaximumDepth = 64
 
     private let bytes: [UInt8]
     private var position = 0
@@ -56,7 +56,9 @@ struct JSONParser {
     }
 
     /// Parses one document: a value with only whitespace around it.
-    static func parse(_ bytes: [UInt8], maximumDepth: Int = defaultMaximumDepth) throws(JSONSyntaxError) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], maximumDepth: Int = defaultMaximumDepth) throws(JSONSyntaxError)
+        -> JSONValue
+    {
         var parser = JSONParser(bytes, maximumDepth: maximumDepth)
         // A byte-order mark is not JSON; say so plainly.
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { throw parser.error("a byte-order mark (U+FEFF) is not allowed") }

@@ -1,16 +1,16 @@
 import Foundation
 
 /// The value mapping of `Formats/json.md`: ``SnapshotValue`` to JSON and back.
-enum JSONValueCodec {
+package enum JSONValueCodec {
     /// A value that does not fit the format; the caller adds where it is.
-    struct Failure: Error {
-        let message: String
-        init(_ message: String) { self.message = message }
+    package struct Failure: Error {
+        package let message: String
+        package init(_ message: String) { self.message = message }
     }
 
     // MARK: Writing
 
-    static func write(_ value: SnapshotValue, to w: inout JSONWriter) {
+    package static func write(_ value: SnapshotValue, to w: inout JSONWriter) {
         switch value {
         case .null: w.null()
         case .bool(let v): w.bool(v)
@@ -83,7 +83,7 @@ enum JSONValueCodec {
     // MARK: Reading
 
     /// Reads an attribute's value, accepting the hand-editing shortcuts its type allows.
-    static func readAttribute(_ json: JSONValue, typeName: String, storeIdentifier: String) throws(Failure)
+    package static func readAttribute(_ json: JSONValue, typeName: String, storeIdentifier: String) throws(Failure)
         -> SnapshotValue
     {
         switch (typeName, json) {
@@ -100,7 +100,7 @@ enum JSONValueCodec {
     }
 
     /// Reads any value in its canonical form.
-    static func read(_ json: JSONValue, storeIdentifier: String) throws(Failure) -> SnapshotValue {
+    package static func read(_ json: JSONValue, storeIdentifier: String) throws(Failure) -> SnapshotValue {
         switch json {
         case .null: return .null
         case .bool(let v): return .bool(v)
@@ -211,20 +211,20 @@ enum JSONValueCodec {
 
 /// ISO 8601 dates as `Formats/json.md` writes them: UTC, `Z`, 3 to 9 fractional digits,
 /// only when the text reads back as exactly the same `Date`.
-enum JSONDates {
+package enum JSONDates {
     /// Seconds between 1970-01-01 and 2001-01-01.
-    static let referenceOffset: Int64 = 978_307_200
+    package static let referenceOffset: Int64 = 978_307_200
     /// Whole seconds since 2001 of 0001-01-01T00:00:00Z and of 9999-12-31T23:59:59Z.
-    static let minimumSeconds: Int64 = -62_135_596_800 - referenceOffset
-    static let maximumSeconds: Int64 = 253_402_300_799 - referenceOffset
-    static let powers: [Int64] = (0...9).map { n in (0..<n).reduce(1) { a, _ in a * 10 } }
+    package static let minimumSeconds: Int64 = -62_135_596_800 - referenceOffset
+    package static let maximumSeconds: Int64 = 253_402_300_799 - referenceOffset
+    package static let powers: [Int64] = (0...9).map { n in (0..<n).reduce(1) { a, _ in a * 10 } }
 
     /// The reader's rule: whole seconds plus the fraction, in IEEE double arithmetic.
-    static func seconds(_ whole: Int64, _ fraction: Int64, digits: Int) -> Double {
+    package static func seconds(_ whole: Int64, _ fraction: Int64, digits: Int) -> Double {
         Double(whole) + Double(fraction) / Double(powers[digits])
     }
 
-    static func iso8601(_ date: Date) -> String? {
+    package static func iso8601(_ date: Date) -> String? {
         let t = date.timeIntervalSinceReferenceDate
         guard t.isFinite else { return nil }
         let floor = t.rounded(.down)
@@ -257,7 +257,7 @@ enum JSONDates {
     }
 
     /// Reads `YYYY-MM-DDTHH:MM:SS[.f{1,9}]Z`.
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         let b = Array(text.utf8)
         guard b.count >= 20, b.last == UInt8(ascii: "Z") else { return nil }
         func number(_ range: Range<Int>) -> Int64? {
@@ -289,7 +289,7 @@ enum JSONDates {
         return Date(timeIntervalSinceReferenceDate: seconds(unix - referenceOffset, fraction, digits: digits))
     }
 
-    static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
+    package static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
         switch m {
         case 2: (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -298,7 +298,7 @@ enum JSONDates {
     }
 
     /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
+    package static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -308,7 +308,7 @@ enum JSONDates {
         return era * 146_097 + doe - 719_468
     }
 
-    static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
+    package static func civil(fromDays days: Int64) -> (Int64, Int64, Int64) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097

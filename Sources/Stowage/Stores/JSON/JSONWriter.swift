@@ -2,13 +2,13 @@ import Foundation
 
 /// Writes the deterministic, pretty-printed JSON of `Formats/json.md` straight into a byte
 /// buffer: two-space indentation, one member or element per line.
-struct JSONWriter {
-    private(set) var bytes: [UInt8] = []
+package struct JSONWriter {
+    package private(set) var bytes: [UInt8] = []
     private var depth = 0
     /// Whether the current container has had a member or element yet.
     private var hasItems: [Bool] = []
 
-    init(capacity: Int = 0) {
+    package init(capacity: Int = 0) {
         bytes.reserveCapacity(capacity)
     }
 
@@ -37,11 +37,11 @@ struct JSONWriter {
         }
     }
 
-    mutating func beginObject() { openContainer(UInt8(ascii: "{")) }
-    mutating func beginArray() { openContainer(UInt8(ascii: "[")) }
+    package mutating func beginObject() { openContainer(UInt8(ascii: "{")) }
+    package mutating func beginArray() { openContainer(UInt8(ascii: "[")) }
 
     /// Starts a member of the current object: `"key": `; the value follows.
-    mutating func key(_ key: String) {
+    package mutating func key(_ key: String) {
         beginItem()
         appendString(key)
         bytes.append(UInt8(ascii: ":"))
@@ -58,8 +58,8 @@ struct JSONWriter {
         hasItems.append(false)
     }
 
-    mutating func endObject() { closeContainer(UInt8(ascii: "}")) }
-    mutating func endArray() { closeContainer(UInt8(ascii: "]")) }
+    package mutating func endObject() { closeContainer(UInt8(ascii: "}")) }
+    package mutating func endArray() { closeContainer(UInt8(ascii: "]")) }
 
     private mutating func closeContainer(_ close: UInt8) {
         depth -= 1
@@ -73,16 +73,16 @@ struct JSONWriter {
         write(&bytes)
     }
 
-    mutating func null() { scalar { $0.append(contentsOf: "null".utf8) } }
-    mutating func bool(_ v: Bool) { scalar { $0.append(contentsOf: (v ? "true" : "false").utf8) } }
-    mutating func int(_ v: Int64) { scalar { $0.append(contentsOf: String(v).utf8) } }
-    mutating func uint(_ v: UInt64) { scalar { $0.append(contentsOf: String(v).utf8) } }
+    package mutating func null() { scalar { $0.append(contentsOf: "null".utf8) } }
+    package mutating func bool(_ v: Bool) { scalar { $0.append(contentsOf: (v ? "true" : "false").utf8) } }
+    package mutating func int(_ v: Int64) { scalar { $0.append(contentsOf: String(v).utf8) } }
+    package mutating func uint(_ v: UInt64) { scalar { $0.append(contentsOf: String(v).utf8) } }
     /// A finite double in its shortest round-trip form, which always has a `.` or an `e`.
-    mutating func double(_ v: Double) {
+    package mutating func double(_ v: Double) {
         precondition(v.isFinite)
         scalar { $0.append(contentsOf: v.description.utf8) }
     }
-    mutating func string(_ v: String) {
+    package mutating func string(_ v: String) {
         scalar { _ in }
         appendString(v)
     }
@@ -125,7 +125,7 @@ struct JSONWriter {
     }
 
     /// Ends the document with a newline.
-    mutating func finish() -> [UInt8] {
+    package mutating func finish() -> [UInt8] {
         bytes.append(0x0A)
         return bytes
     }
@@ -133,6 +133,6 @@ struct JSONWriter {
 
 /// Compares strings by their UTF-8 bytes: the key order of the format.
 @inline(__always)
-func jsonKeyOrder(_ a: String, _ b: String) -> Bool {
+package func jsonKeyOrder(_ a: String, _ b: String) -> Bool {
     a.utf8.lexicographicallyPrecedes(b.utf8)
 }

@@ -4,14 +4,14 @@ import Foundation
 /// of writes, each block checksummed on its own, so that one record can be read back by
 /// location without the rest of its commit; in version 4 each block is compressed as a
 /// whole, in version 5 each write on its own, so that reading one decompresses only it.
-enum LogBlocks {
-    static let headerSize = 16
+package enum LogBlocks {
+    package static let headerSize = 16
     /// A writer closes a block once its contents reach this many bytes, unless the store is
     /// configured otherwise (``LogStoreConfiguration/blockBytes``).
-    static let targetBytes = 4 << 10
+    package static let targetBytes = 4 << 10
     /// The block sizes a store may be configured with.
-    static let targetRange = 1024...(1 << 20)
-    static let maximumWrites = RecordLocation.slotsPerBlock
+    package static let targetRange = 1024...(1 << 20)
+    package static let maximumWrites = RecordLocation.slotsPerBlock
     /// A version 5 block's writes are compressed one by one, and a write that LZ4 cannot
     /// shorten (random bytes, data compressed already) costs as much to try as one it can:
     /// once this many writes of a commit in a row did not get shorter, a writer tries only
@@ -21,36 +21,36 @@ enum LogBlocks {
     /// block until the fourteenth session: with 4 KiB blocks of about 25 writes, 8 of each
     /// block's first writes were tried, and 38% of all). Readers do not care which writes
     /// were tried.
-    static let missesBeforeSkipping = 8
+    package static let missesBeforeSkipping = 8
     /// See ``missesBeforeSkipping``.
-    static let probeInterval = 16
+    package static let probeInterval = 16
 
     /// A block's header, checked.
-    struct Header {
-        var storedLength: Int
-        var uncompressedLength: Int
-        var writes: Int
+    package struct Header {
+        package var storedLength: Int
+        package var uncompressedLength: Int
+        package var writes: Int
         /// Version 4: the stored bytes are one LZ4 block.
-        var compressed: Bool
+        package var compressed: Bool
         /// Version 5: the stored bytes are a table, then each write on its own (``Table``).
-        var perWrite: Bool
-        var checksum: UInt32
+        package var perWrite: Bool
+        package var checksum: UInt32
     }
 
     /// A version 5 block's table, checked: where each write's stored bytes start, counted
     /// from the end of the table, and the length of a compressed write (0 for a raw one).
-    struct Table {
+    package struct Table {
         /// Where the table ends (and the first write starts) in the stored bytes.
-        var end: Int
-        var starts: [Int32]
+        package var end: Int
+        package var starts: [Int32]
         /// Empty when no write is compressed.
-        var lengths: [Int32]
+        package var lengths: [Int32]
     }
 
     /// Appends a block holding `writes` writes whose uncompressed bytes are `contents`,
     /// the write at position `i` starting at `starts[i]`: in version 5 each write on its own
     /// (compressed with `stream`), before that as one block.
-    static func append(
+    package static func append(
         _ contents: [UInt8], starts: [Int32], version: UInt16, stream: LZ4Block.Stream, to w: inout LogByteWriter
     ) {
         var stored: [UInt8]
@@ -108,7 +108,7 @@ enum LogBlocks {
 
     /// Checks a block header's fields (not its checksum) for a file of format `version`;
     /// `available` is the number of bytes after the header that the block may take.
-    static func header(_ bytes: ArraySlice<UInt8>, available: Int, version: UInt16) throws -> Header {
+    package static func header(_ bytes: ArraySlice<UInt8>, available: Int, version: UInt16) throws -> Header {
         guard bytes.count >= headerSize else { throw LogDecodeError("a block header is cut short") }
         let base = bytes.startIndex
         func u32(_ at: Int) -> UInt32 {
@@ -143,7 +143,9 @@ enum LogBlocks {
 
     /// Checks a block's checksum. `headerBytes` are the block's 16 header bytes, `stored`
     /// the bytes after them.
-    static func checkChecksum(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>) throws {
+    package static func checkChecksum(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>)
+        throws
+    {
         let crc = CRC32C.update(CRC32C.update(0, headerBytes.prefix(12)), stored)
         guard crc == header.checksum else { throw LogDecodeError("a block's checksum does not match") }
     }
@@ -151,7 +153,7 @@ enum LogBlocks {
     /// Reads and checks a version 5 block's table from its `stored` bytes: the entries
     /// and the writes end the stored bytes exactly, and the writes' lengths add up to the
     /// header's uncompressed length.
-    static func table(_ header: Header, stored: ArraySlice<UInt8>) throws -> Table {
+    package static func table(_ header: Header, stored: ArraySlice<UInt8>) throws -> Table {
         guard header.perWrite, stored.count == header.storedLength else {
             throw LogDecodeError("a block without a table of writes")
         }
@@ -207,7 +209,7 @@ enum LogBlocks {
     /// table), and in version 5 where each write ends in them, which a write must decode to
     /// exactly (`nil` before version 5, whose writes are only known by decoding them).
     /// `headerBytes` are the block's 16 header bytes, `stored` the bytes after them.
-    static func contents(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>) throws
+    package static func contents(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>) throws
         -> (bytes: [UInt8], writeEnds: [Int]?)
     {
         try checkChecksum(header, headerBytes: headerBytes, stored: stored)
@@ -245,31 +247,31 @@ enum LogBlocks {
 /// One block of a commit as encoded: where its header is in the payload, its writes, each
 /// write's start in its uncompressed bytes, and (for the last blocks, up to a budget, which
 /// the cache takes with the writes decoded) the number of those bytes.
-struct LogEncodedBlock {
-    var offset: Int
-    var writes: Int
-    var keptLength: Int?
-    var slots: [Int32]
+package struct LogEncodedBlock {
+    package var offset: Int
+    package var writes: Int
+    package var keptLength: Int?
+    package var slots: [Int32]
 }
 
 /// Where a large commit's bytes go while it is encoded: once `threshold` bytes are held,
 /// `write` puts them in the file at their position in the record (counted from the
 /// record's start, frame included), ahead of the frame, which is written last. A commit of
 /// a million rows so never sits whole in memory.
-struct LogCommitSpill {
-    var threshold: Int
-    var write: ([UInt8], Int) throws -> Void
+package struct LogCommitSpill {
+    package var threshold: Int
+    package var write: ([UInt8], Int) throws -> Void
 }
 
 /// What a commit's encoding wrote through its ``LogCommitSpill``: the bytes, counted from
 /// the record's start, and the CRC32C of the payload bytes among them.
-struct LogSpilled {
-    var count = 0
-    var payloadCRC: UInt32 = 0
+package struct LogSpilled {
+    package var count = 0
+    package var payloadCRC: UInt32 = 0
 
     /// Counts a piece written after the others, whose first `headroom` bytes, counted from
     /// the record's start, are the frame's room and not payload.
-    mutating func add(_ piece: [UInt8], headroom: Int) {
+    package mutating func add(_ piece: [UInt8], headroom: Int) {
         let payloadStart = min(piece.count, max(0, headroom - count))
         payloadCRC = piece.withUnsafeBytes {
             CRC32C.update(payloadCRC, UnsafeRawBufferPointer(rebasing: $0[payloadStart...]))
@@ -279,7 +281,8 @@ struct LogSpilled {
 
     /// The frame of a record of `type` whose pieces these were, and whose last bytes,
     /// `tail`, follow them, at `offset` (raw: flag bit 0 clear).
-    func frame(type: LogFormat.RecordType, tail: [UInt8], headroom: Int, salt: UInt64, offset: Int64) -> [UInt8] {
+    package func frame(type: LogFormat.RecordType, tail: [UInt8], headroom: Int, salt: UInt64, offset: Int64) -> [UInt8]
+    {
         let payloadLength = count - headroom + tail.count
         let crc = CRC32C.combine(payloadCRC, CRC32C.checksum(tail), lengthB: tail.count)
         return LogFormat.frameBytes(
@@ -293,7 +296,7 @@ extension LogCodec {
     /// contents of the last blocks, up to `keepContents` bytes, are kept for the cache.
     /// With `spill`, the bytes of `w` (after `headroom` bytes kept for the frame) go to it
     /// whenever they pass its threshold, and `spilled` counts them.
-    static func encodeBlocks(
+    package static func encodeBlocks(
         _ commit: LogCommit, into w: inout LogByteWriter, map: LogEntityMap,
         external: ((Int, Int) -> LogExternalReference?)?, keepContents: Int, headroom: Int = 0,
         spill: LogCommitSpill? = nil, spilled: inout LogSpilled, blockBytes: Int = LogBlocks.targetBytes
@@ -366,7 +369,7 @@ extension LogCodec {
     /// It reads the bytes through a pointer with every step inlined: reading a block back
     /// for one record spent most of its time here when each byte went through
     /// ``LogByteReader`` (a call, an array bounds check and an error path per byte).
-    static func writeStarts(_ contents: [UInt8], writes: Int) throws -> [Int32] {
+    package static func writeStarts(_ contents: [UInt8], writes: Int) throws -> [Int32] {
         var starts: [Int32] = []
         starts.reserveCapacity(writes)
         try contents.withUnsafeBytes { raw in
@@ -389,16 +392,16 @@ extension LogCodec {
 
 /// Moves through the values of `Formats/snapshot.md` without decoding them, never past the
 /// end of its bytes (``LogCodec/writeStarts(_:writes:)``).
-struct LogSkipper {
-    let bytes: UnsafeRawBufferPointer
-    private(set) var position = 0
+package struct LogSkipper {
+    package let bytes: UnsafeRawBufferPointer
+    package private(set) var position = 0
 
-    init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+    package init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     private var end: LogDecodeError { LogDecodeError("unexpected end of payload at byte \(position)") }
 
     @inline(__always)
-    mutating func u8() throws -> UInt8 {
+    package mutating func u8() throws -> UInt8 {
         guard position < bytes.count else { throw end }
         let byte = bytes[position]
         position &+= 1
@@ -407,7 +410,7 @@ struct LogSkipper {
 
     /// A varint, as ``LogByteReader/varint()`` reads it (at most 64 bits).
     @inline(__always)
-    mutating func varint() throws -> UInt64 {
+    package mutating func varint() throws -> UInt64 {
         let first = try u8()
         if first < 0x80 { return UInt64(first) }
         var result = UInt64(first & 0x7F)
@@ -425,7 +428,7 @@ struct LogSkipper {
 
     /// A count no larger than the bytes left.
     @inline(__always)
-    mutating func count() throws -> Int {
+    package mutating func count() throws -> Int {
         let v = try varint()
         guard v <= UInt64(bytes.count - position) else {
             throw LogDecodeError("count \(v) at byte \(position) exceeds the \(bytes.count - position) bytes left")
@@ -434,7 +437,7 @@ struct LogSkipper {
     }
 
     @inline(__always)
-    mutating func skip(_ count: Int) throws {
+    package mutating func skip(_ count: Int) throws {
         guard count >= 0, count <= bytes.count - position else {
             throw LogDecodeError("length \(count) exceeds the payload")
         }
@@ -442,7 +445,7 @@ struct LogSkipper {
     }
 
     /// Moves past one value.
-    mutating func skipValue(depth: Int) throws {
+    package mutating func skipValue(depth: Int) throws {
         let tag = try u8()
         switch tag {
         case 0x00, 0x01, 0x02: return

@@ -1,31 +1,31 @@
 /// A malformed payload: its checksum may be fine, but its contents do not decode.
-struct LogDecodeError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+package struct LogDecodeError: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// Appends the primitives of `Formats/snapshot.md` to a byte buffer.
-struct LogByteWriter {
-    var bytes: [UInt8] = []
+package struct LogByteWriter {
+    package var bytes: [UInt8] = []
 
-    init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
+    package init(capacity: Int = 256) { bytes.reserveCapacity(capacity) }
 
-    mutating func u8(_ v: UInt8) { bytes.append(v) }
+    package mutating func u8(_ v: UInt8) { bytes.append(v) }
 
-    mutating func u16(_ v: UInt16) {
+    package mutating func u16(_ v: UInt16) {
         bytes.append(UInt8(truncatingIfNeeded: v))
         bytes.append(UInt8(truncatingIfNeeded: v >> 8))
     }
 
-    mutating func u32(_ v: UInt32) {
+    package mutating func u32(_ v: UInt32) {
         for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
     }
 
-    mutating func u64(_ v: UInt64) {
+    package mutating func u64(_ v: UInt64) {
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
     }
 
-    mutating func varint(_ v: UInt64) {
+    package mutating func varint(_ v: UInt64) {
         var v = v
         while v >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: v) | 0x80)
@@ -34,11 +34,11 @@ struct LogByteWriter {
         bytes.append(UInt8(v))
     }
 
-    mutating func varint(_ v: Int) { varint(UInt64(clamping: v)) }
+    package mutating func varint(_ v: Int) { varint(UInt64(clamping: v)) }
 
-    mutating func zigzag(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
+    package mutating func zigzag(_ v: Int64) { varint(UInt64(bitPattern: (v << 1) ^ (v >> 63))) }
 
-    mutating func string(_ s: String) {
+    package mutating func string(_ s: String) {
         var s = s
         s.withUTF8 { utf8 in
             varint(utf8.count)
@@ -46,33 +46,33 @@ struct LogByteWriter {
         }
     }
 
-    mutating func data(_ d: some Collection<UInt8>) {
+    package mutating func data(_ d: some Collection<UInt8>) {
         varint(d.count)
         bytes.append(contentsOf: d)
     }
 }
 
 /// Reads the primitives of `Formats/snapshot.md`, never past the end of its bytes.
-struct LogByteReader {
-    let bytes: [UInt8]
-    private(set) var position: Int
+package struct LogByteReader {
+    package let bytes: [UInt8]
+    package private(set) var position: Int
 
-    init(_ bytes: [UInt8], position: Int = 0) {
+    package init(_ bytes: [UInt8], position: Int = 0) {
         self.bytes = bytes
         self.position = position
     }
 
-    var remaining: Int { bytes.count - position }
-    var isAtEnd: Bool { position >= bytes.count }
+    package var remaining: Int { bytes.count - position }
+    package var isAtEnd: Bool { position >= bytes.count }
 
-    mutating func u8() throws -> UInt8 {
+    package mutating func u8() throws -> UInt8 {
         guard position < bytes.count else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
         defer { position += 1 }
         return bytes[position]
     }
 
     /// Moves past one value of `Formats/snapshot.md` without decoding it.
-    mutating func skipValue() throws {
+    package mutating func skipValue() throws {
         let start = position
         position += try bytes.withUnsafeBytes { raw in
             var skipper = LogSkipper(UnsafeRawBufferPointer(rebasing: raw[start...]))
@@ -86,9 +86,9 @@ struct LogByteReader {
     }
 
     /// The next byte without consuming it, or `nil` at the end.
-    func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
+    package func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
 
-    mutating func u32() throws -> UInt32 {
+    package mutating func u32() throws -> UInt32 {
         guard remaining >= 4 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
         var v: UInt32 = 0
         for i in 0..<4 { v |= UInt32(bytes[position + i]) << UInt32(8 * i) }
@@ -96,7 +96,7 @@ struct LogByteReader {
         return v
     }
 
-    mutating func u64() throws -> UInt64 {
+    package mutating func u64() throws -> UInt64 {
         guard remaining >= 8 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
         var v: UInt64 = 0
         for i in 0..<8 { v |= UInt64(bytes[position + i]) << UInt64(8 * i) }
@@ -104,7 +104,7 @@ struct LogByteReader {
         return v
     }
 
-    mutating func varint() throws -> UInt64 {
+    package mutating func varint() throws -> UInt64 {
         var result: UInt64 = 0
         var shift: UInt64 = 0
         while true {
@@ -116,13 +116,13 @@ struct LogByteReader {
         }
     }
 
-    mutating func zigzag() throws -> Int64 {
+    package mutating func zigzag() throws -> Int64 {
         let v = try varint()
         return Int64(bitPattern: v >> 1) ^ -Int64(bitPattern: v & 1)
     }
 
     /// A count of things that each take at least `minimumSize` bytes, bounded by the bytes left.
-    mutating func count(minimumSize: Int = 1) throws -> Int {
+    package mutating func count(minimumSize: Int = 1) throws -> Int {
         let v = try varint()
         guard v <= UInt64(remaining / max(1, minimumSize)) else {
             throw LogDecodeError("count \(v) at byte \(position) exceeds the \(remaining) bytes left")
@@ -130,26 +130,26 @@ struct LogByteReader {
         return Int(v)
     }
 
-    mutating func bytes(_ count: Int) throws -> ArraySlice<UInt8> {
+    package mutating func bytes(_ count: Int) throws -> ArraySlice<UInt8> {
         guard count >= 0, count <= remaining else { throw LogDecodeError("length \(count) exceeds the payload") }
         defer { position += count }
         return bytes[position..<position + count]
     }
 
     /// The next 16 bytes, as a UUID's.
-    mutating func uuid() throws -> uuid_t {
+    package mutating func uuid() throws -> uuid_t {
         guard remaining >= 16 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
         defer { position += 16 }
         return bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: position, as: uuid_t.self) }
     }
 
     /// Moves past `count` bytes.
-    mutating func skip(_ count: Int) throws {
+    package mutating func skip(_ count: Int) throws {
         guard count >= 0, count <= remaining else { throw LogDecodeError("length \(count) exceeds the payload") }
         position += count
     }
 
-    mutating func string() throws -> String {
+    package mutating func string() throws -> String {
         let length = try count()
         let start = position
         try skip(length)
@@ -165,7 +165,7 @@ struct LogByteReader {
     /// metadata twice a call, a tenth of reading a record back. Decoding (which would repair
     /// bad bytes) and then comparing the result's bytes with the input validates as well,
     /// and ASCII, which cannot be bad, skips the comparison.
-    static func validString(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
+    package static func validString(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
         bytes.withUnsafeBufferPointer { all in
             let slice = UnsafeBufferPointer(rebasing: all[range])
             let decoded = String(decoding: slice, as: UTF8.self)
@@ -176,7 +176,7 @@ struct LogByteReader {
     }
 
     /// Whether every byte is below 0x80, eight at a time.
-    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var i = 0
         var high: UInt64 = 0
         while i + 8 <= bytes.count {

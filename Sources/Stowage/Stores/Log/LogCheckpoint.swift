@@ -6,37 +6,37 @@ import IndexKey
 /// of each entity and the sorted entries of each of its indexes, as the commits before it
 /// leave the store; in version 4 also where each live record is (the key directory) and
 /// the number of record versions before it.
-struct LogCheckpoint: Equatable {
+package struct LogCheckpoint: Equatable {
     /// One index's entries, in ascending key order, as parallel arrays.
-    struct Entries: Equatable {
-        var keys: [IndexKey] = []
-        var primaryKeys: [Int64] = []
+    package struct Entries: Equatable {
+        package var keys: [IndexKey] = []
+        package var primaryKeys: [Int64] = []
     }
 
     /// One entity with at least one live record.
-    struct Entity: Equatable {
+    package struct Entity: Equatable {
         /// The entity's index in the stored schema.
-        var entityIndex: Int
+        package var entityIndex: Int
         /// The live primary keys, ascending.
-        var keys: [Int64]
+        package var keys: [Int64]
         /// Version 4: each live record's location, parallel to `keys`.
-        var locations: [RecordLocation]? = nil
+        package var locations: [RecordLocation]? = nil
         /// Version 4, for an entity with external-storage properties: per record (parallel
         /// to `keys`), per such property in order, its external value reference if any.
-        var external: [[LogExternalReference?]]? = nil
+        package var external: [[LogExternalReference?]]? = nil
         /// The entity's indexes, in the table's order: uniqueness constraints, then
         /// `#Index` groups that are not also one.
-        var indexes: [Entries]
+        package var indexes: [Entries]
     }
 
-    var transactionID: UInt64
-    var nextPrimaryKey: Int64
+    package var transactionID: UInt64
+    package var nextPrimaryKey: Int64
     /// Version 4: every write and delete of the commits before it; `nil` in version 3.
-    var versions: Int64?
-    var entities: [Entity]
+    package var versions: Int64?
+    package var entities: [Entity]
 
     /// The number of indexes each entity of a stored schema has, in the table's order.
-    static func indexCount(of entity: LogSchemaDescription.Entity) -> Int {
+    package static func indexCount(of entity: LogSchemaDescription.Entity) -> Int {
         entity.uniqueness.count + entity.indices.filter { !entity.uniqueness.contains($0) }.count
     }
 
@@ -45,7 +45,7 @@ struct LogCheckpoint: Equatable {
     /// out of the table; ``payload(of:transactionID:map:versions:external:)`` writes the
     /// same bytes without the copies.
     /// - Throws: for version 4, when a record is not held by location.
-    init(
+    package init(
         _ table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
         external: [LogExternalSlot: LogExternalReference] = [:]
     ) throws {
@@ -77,7 +77,7 @@ struct LogCheckpoint: Equatable {
     /// indexes (each index entry a 40-byte key and its primary key), on top of the store,
     /// when a store closed.
     /// - Throws: for version 4, when a record is not held by location.
-    static func payload(
+    package static func payload(
         of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
         external: [LogExternalSlot: LogExternalReference] = [:]
     ) throws -> [UInt8] {
@@ -92,7 +92,7 @@ struct LogCheckpoint: Equatable {
     /// the whole payload (44 MiB) and then its compressed copy (34 MiB) on top of itself.
     /// - Throws: the first error of `spill`, once the table has been walked; for version 4,
     ///   when a record is not held by location.
-    static func spilledPayload(
+    package static func spilledPayload(
         of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
         external: [LogExternalSlot: LogExternalReference] = [:], spill: LogCommitSpill
     ) throws -> (bytes: [UInt8], spilled: LogSpilled) {
@@ -160,7 +160,7 @@ struct LogCheckpoint: Equatable {
         return found
     }
 
-    init(transactionID: UInt64, nextPrimaryKey: Int64, versions: Int64? = nil, entities: [Entity]) {
+    package init(transactionID: UInt64, nextPrimaryKey: Int64, versions: Int64? = nil, entities: [Entity]) {
         self.transactionID = transactionID
         self.nextPrimaryKey = nextPrimaryKey
         self.versions = versions
@@ -168,7 +168,7 @@ struct LogCheckpoint: Equatable {
     }
 
     /// The record's payload.
-    func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var writer = PayloadWriter(
             transactionID: transactionID, nextPrimaryKey: nextPrimaryKey, versions: versions,
             entityCount: entities.count,
@@ -186,10 +186,10 @@ struct LogCheckpoint: Equatable {
 
     /// Writes a checkpoint payload in the order `Formats/log.md` gives, from a checkpoint's
     /// arrays or straight from a table.
-    struct PayloadWriter {
-        var w: LogByteWriter
+    package struct PayloadWriter {
+        package var w: LogByteWriter
         /// Version 4: the key directory's locations and external references are written.
-        let withDirectory: Bool
+        package let withDirectory: Bool
         /// Locations are delta-coded across the entities.
         private var previousLocation: Int64 = 0
         /// Where the bytes go, in pieces, once they pass its threshold; the first piece
@@ -201,7 +201,7 @@ struct LogCheckpoint: Equatable {
         /// bytes are dropped; the caller throws it.
         private(set) var spillError: (any Error)?
 
-        init(
+        package init(
             transactionID: UInt64, nextPrimaryKey: Int64, versions: Int64?, entityCount: Int, entryCount: Int,
             spill: LogCommitSpill? = nil
         ) {
@@ -222,7 +222,7 @@ struct LogCheckpoint: Equatable {
 
         /// An entity's keys (ascending, `keyCount` of them) and, in version 4, its
         /// records' locations and external references; its `indexCount` indexes follow.
-        mutating func entity(
+        package mutating func entity(
             _ entityIndex: Int, keyCount: Int, keys: some Sequence<Int64>, locations: some Sequence<RecordLocation>,
             external: [[LogExternalReference?]]?, indexCount: Int
         ) {
@@ -259,7 +259,7 @@ struct LogCheckpoint: Equatable {
 
         /// One index's entries, in ascending key order, each key after the bytes it shares
         /// with the one before.
-        mutating func index(_ entries: some Sequence<(key: IndexKey, value: Int64)>) {
+        package mutating func index(_ entries: some Sequence<(key: IndexKey, value: Int64)>) {
             var last = IndexKey()
             for (key, primaryKey) in entries {
                 let shared = last.sharedPrefixCount(with: key)
@@ -291,7 +291,7 @@ struct LogCheckpoint: Equatable {
     /// entity indexes in range and ascending, keys and entries ascending, one entry per
     /// record in every index, and (version 4) locations inside the file's commits, below
     /// `fileSize`.
-    static func decode(
+    package static func decode(
         _ payload: [UInt8], schema: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version,
         fileSize: Int64 = Int64(LogFormat.maximumPayload) << 8
     ) throws -> LogCheckpoint {
@@ -405,7 +405,7 @@ struct LogCheckpoint: Equatable {
 
     /// The index entries to load, by entity name, when the checkpoint agrees with the live
     /// records replay found (`Formats/log.md`, "Reading"); `nil` when it does not.
-    func indexEntries(
+    package func indexEntries(
         agreeingWith live: [String: LogReplay.Records], map: LogEntityMap, transactionID: UInt64,
         nextPrimaryKey: Int64
     ) -> [String: [Entries]]? {
@@ -433,15 +433,15 @@ struct LogCheckpoint: Equatable {
 /// before it. It finds the checkpoint by reading record frames alone (16 bytes each, no
 /// payload); the replay still checks every record in order, and takes the decoded
 /// checkpoint only for the record it reaches at the same offset.
-final class LogCheckpointPrefetch: @unchecked Sendable {
+package final class LogCheckpointPrefetch: @unchecked Sendable {
     /// Where the prefetched checkpoint starts.
-    let offset: Int64
+    package let offset: Int64
     private let done = DispatchGroup()
     private var result: Result<(LogCheckpoint, next: Int64), any Error> = .failure(LogDecodeError("not decoded"))
 
     /// Starts decoding the last checkpoint the frames show: in version 4 the last one, in
     /// version 3 only one that ends the file.
-    static func start(
+    package static func start(
         _ fs: any LogFileSystem, _ fd: Int32, from start: Int64, fileSize: Int64, salt: UInt64,
         schema: LogSchemaDescription, formatVersion: UInt16
     ) -> LogCheckpointPrefetch? {
@@ -491,7 +491,7 @@ final class LogCheckpointPrefetch: @unchecked Sendable {
 
     /// The decoded checkpoint and the offset after its record, once the other thread is
     /// done. It went through every check that replay makes of a record.
-    func checkpoint() throws -> (LogCheckpoint, next: Int64) {
+    package func checkpoint() throws -> (LogCheckpoint, next: Int64) {
         done.wait()
         return try result.get()
     }

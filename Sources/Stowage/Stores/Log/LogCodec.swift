@@ -1,39 +1,39 @@
 import Foundation
 
 /// The schema as a log file stores it (`Formats/log.md`, header record).
-struct LogSchemaDescription: Equatable, Sendable {
-    struct Property: Equatable, Sendable {
-        var name: String
-        var typeName: String
-        var flags: UInt8
-        var destination: String?
+package struct LogSchemaDescription: Equatable, Sendable {
+    package struct Property: Equatable, Sendable {
+        package var name: String
+        package var typeName: String
+        package var flags: UInt8
+        package var destination: String?
 
-        var summary: String {
+        package var summary: String {
             "\(name): \(typeName)\(flags & 1 != 0 ? "?" : "")"
                 + (destination.map { " -> \($0)\(flags & 4 != 0 ? "" : "[]")" } ?? "")
                 + (isExternal ? " (external storage)" : "")
         }
 
         /// Flag bit 3 (format version 2): an `.externalStorage` attribute.
-        var isExternal: Bool { flags & 8 != 0 }
+        package var isExternal: Bool { flags & 8 != 0 }
     }
 
-    struct Entity: Equatable, Sendable {
-        var name: String
-        var properties: [Property]
-        var uniqueness: [[String]]
-        var indices: [[String]]
+    package struct Entity: Equatable, Sendable {
+        package var name: String
+        package var properties: [Property]
+        package var uniqueness: [[String]]
+        package var indices: [[String]]
     }
 
-    var version: [UInt64]
-    var entities: [Entity]
+    package var version: [UInt64]
+    package var entities: [Entity]
 
-    init(version: [UInt64], entities: [Entity]) {
+    package init(version: [UInt64], entities: [Entity]) {
         self.version = version
         self.entities = entities
     }
 
-    init(_ schema: Schema) {
+    package init(_ schema: Schema) {
         version = [schema.version.major, schema.version.minor, schema.version.patch].map { UInt64(clamping: $0) }
         entities = schema.entities.map { entity in
             Entity(
@@ -53,7 +53,7 @@ struct LogSchemaDescription: Equatable, Sendable {
         }
     }
 
-    func encode(into w: inout LogByteWriter) {
+    package func encode(into w: inout LogByteWriter) {
         for part in version { w.varint(part) }
         w.varint(entities.count)
         for entity in entities {
@@ -76,10 +76,10 @@ struct LogSchemaDescription: Equatable, Sendable {
     }
 
     /// Whether any attribute is kept in external files.
-    var hasExternalValues: Bool { entities.contains { $0.properties.contains(where: \.isExternal) } }
+    package var hasExternalValues: Bool { entities.contains { $0.properties.contains(where: \.isExternal) } }
 
     /// The description without flag bit 3, as a version 1 file stores it.
-    var withoutExternalFlags: LogSchemaDescription {
+    package var withoutExternalFlags: LogSchemaDescription {
         var copy = self
         for e in copy.entities.indices {
             for p in copy.entities[e].properties.indices { copy.entities[e].properties[p].flags &= ~8 }
@@ -88,7 +88,7 @@ struct LogSchemaDescription: Equatable, Sendable {
     }
 
     /// This description with the external flags of `live` (same entities and properties).
-    func withExternalFlags(of live: LogSchemaDescription) -> LogSchemaDescription {
+    package func withExternalFlags(of live: LogSchemaDescription) -> LogSchemaDescription {
         var copy = self
         let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for e in copy.entities.indices {
@@ -102,7 +102,7 @@ struct LogSchemaDescription: Equatable, Sendable {
 
     /// This description with each entity's indexes (`#Index`) and uniqueness constraints
     /// (`#Unique`, `@Attribute(.unique)`) as `live` has them, where `live` has the entity.
-    func withIndexes(of live: LogSchemaDescription) -> LogSchemaDescription {
+    package func withIndexes(of live: LogSchemaDescription) -> LogSchemaDescription {
         var copy = self
         let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for e in copy.entities.indices {
@@ -115,13 +115,13 @@ struct LogSchemaDescription: Equatable, Sendable {
 
     /// Whether `live` differs from this description in its indexes or uniqueness
     /// constraints alone, if at all.
-    func differsOnlyInIndexes(from live: LogSchemaDescription) -> Bool {
+    package func differsOnlyInIndexes(from live: LogSchemaDescription) -> Bool {
         withIndexes(of: live).difference(from: live) == nil
     }
 
     /// The uniqueness constraints `live` has and this description does not, by entity name:
     /// those need the records checked before they can be trusted.
-    func addedUniqueness(in live: LogSchemaDescription) -> [String: [[String]]] {
+    package func addedUniqueness(in live: LogSchemaDescription) -> [String: [[String]]] {
         var added: [String: [[String]]] = [:]
         let stored = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for entity in live.entities {
@@ -131,7 +131,7 @@ struct LogSchemaDescription: Equatable, Sendable {
         return added
     }
 
-    static func decode(from r: inout LogByteReader, formatVersion: UInt16 = LogFormat.version) throws
+    package static func decode(from r: inout LogByteReader, formatVersion: UInt16 = LogFormat.version) throws
         -> LogSchemaDescription
     {
         let allowedFlags: UInt8 = formatVersion >= 2 ? 15 : 7
@@ -170,7 +170,7 @@ struct LogSchemaDescription: Equatable, Sendable {
 
     /// The first difference between the stored schema (`self`) and `live`, or `nil` when
     /// they match. Entity order does not matter.
-    func difference(from live: LogSchemaDescription) -> String? {
+    package func difference(from live: LogSchemaDescription) -> String? {
         if version != live.version {
             return "the store holds schema version \(version.map(String.init).joined(separator: ".")), "
                 + "the container's is \(live.version.map(String.init).joined(separator: "."))"
@@ -208,20 +208,20 @@ struct LogSchemaDescription: Equatable, Sendable {
 }
 
 /// Maps entities to their index in a log file's stored schema, for one store.
-struct LogEntityMap: Sendable {
-    let storeIdentifier: String
-    let names: [String]
-    let propertyCounts: [Int]
-    let indexByName: [String: Int]
+package struct LogEntityMap: Sendable {
+    package let storeIdentifier: String
+    package let names: [String]
+    package let propertyCounts: [Int]
+    package let indexByName: [String: Int]
     /// For each entity index, the positions of its external-storage properties (version 2).
-    let external: [[Int]]
+    package let external: [[Int]]
     /// The file's format version: external references (tag 0x11) only in version 2.
-    let formatVersion: UInt16
+    package let formatVersion: UInt16
     /// For each entity index, the scope of its permanent identifiers in this store.
     let scopes: [IdentifierScope]
 
     /// The same map for a file of another format version (after a rewrite).
-    func with(formatVersion version: UInt16) -> LogEntityMap {
+    package func with(formatVersion version: UInt16) -> LogEntityMap {
         version == formatVersion
             ? self
             : LogEntityMap(
@@ -246,7 +246,8 @@ struct LogEntityMap: Sendable {
         names.map { .interned(entityName: $0, storeIdentifier: storeIdentifier, isTemporary: false) }
     }
 
-    init(storeIdentifier: String, description: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version) {
+    package init(storeIdentifier: String, description: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version)
+    {
         self.formatVersion = formatVersion
         external = description.entities.map { entity in
             formatVersion >= 2 ? entity.properties.indices.filter { entity.properties[$0].isExternal } : []
@@ -263,56 +264,71 @@ struct LogEntityMap: Sendable {
 }
 
 /// One save, as a commit record holds it (`Formats/log.md`).
-struct LogCommit {
-    var transactionID: UInt64
-    var timestamp: Int64
-    var author: String?
-    var nextPrimaryKey: Int64
-    var deletes: [(entity: String, key: Int64)]
-    var writes: SaveWrites
+package struct LogCommit {
+    package var transactionID: UInt64
+    package var timestamp: Int64
+    package var author: String?
+    package var nextPrimaryKey: Int64
+    package var deletes: [(entity: String, key: Int64)]
+    package var writes: SaveWrites
     /// External references read by ``LogCodec/decodeCommit(_:map:)``, by write position:
     /// the property's value slot holds `.null` until the store reads the file.
-    var externalReferences: [Int: [LogExternalReference]] = [:]
+    package var externalReferences: [Int: [LogExternalReference]] = [:]
     /// Version 4: where each write is, by position, once decoded from a file.
-    var locations: [RecordLocation] = []
+    package var locations: [RecordLocation] = []
+
+    package init(
+        transactionID: UInt64, timestamp: Int64, author: String?, nextPrimaryKey: Int64,
+        deletes: [(entity: String, key: Int64)], writes: SaveWrites,
+        externalReferences: [Int: [LogExternalReference]] = [:], locations: [RecordLocation] = []
+    ) {
+        self.transactionID = transactionID
+        self.timestamp = timestamp
+        self.author = author
+        self.nextPrimaryKey = nextPrimaryKey
+        self.deletes = deletes
+        self.writes = writes
+        self.externalReferences = externalReferences
+        self.locations = locations
+    }
 }
 
 /// A commit record's payload, and for version 4 and later its blocks.
 ///
 /// A version 4 or 5 payload is encoded after room for the record frame, which ``record(salt:offset:)``
 /// fills in place: a large save's bytes are not copied into a second buffer.
-struct LogEncodedCommit {
+package struct LogEncodedCommit {
     /// The payload, after `headroom` bytes kept for the frame; once part of the record was
     /// spilled to the file, the bytes after that part.
-    var bytes: [UInt8]
-    var headroom: Int
+    package var bytes: [UInt8]
+    package var headroom: Int
     /// Version 4: each block as encoded (offsets counted from the record's start, frame
     /// room included).
-    var blocks: [LogEncodedBlock]
-    var formatVersion: UInt16
+    package var blocks: [LogEncodedBlock]
+    package var formatVersion: UInt16
     /// What went to the file while encoding (``LogCommitSpill``); nothing unless asked.
-    var spilled = LogSpilled()
+    package var spilled = LogSpilled()
 
     /// For a commit part of which was spilled: the rest of its bytes, to write after the
     /// spilled ones, and its frame, to write last, at the record's start, with the
     /// checksum over the whole payload. The record is `spilled.count + tail.count` bytes.
-    func finishSpilled(salt: UInt64, offset: Int64) -> (tail: [UInt8], frame: [UInt8]) {
+    package func finishSpilled(salt: UInt64, offset: Int64) -> (tail: [UInt8], frame: [UInt8]) {
         (bytes, spilled.frame(type: .commit, tail: bytes, headroom: headroom, salt: salt, offset: offset))
     }
 
     /// The payload alone.
-    var payload: [UInt8] { headroom == 0 ? bytes : Array(bytes[headroom...]) }
+    package var payload: [UInt8] { headroom == 0 ? bytes : Array(bytes[headroom...]) }
 
     /// The framed record, to be written at `offset`. A version 4 or 5 commit is raw: its
     /// blocks (version 5: their writes) are compressed instead, and their locations follow from `offset`.
-    func record(salt: UInt64, offset: Int64) -> [UInt8] {
+    package func record(salt: UInt64, offset: Int64) -> [UInt8] {
         var copy = self
         return copy.takeRecord(salt: salt, offset: offset)
     }
 
     /// The framed record, as ``record(salt:offset:)``, framed in the payload's own buffer,
     /// which this value gives up (its blocks stay, for their locations).
-    mutating func takeRecord(salt: UInt64, offset: Int64) -> [UInt8] {
+    package mutating func takeRecord(salt: UInt64, offset: Int64) -> [UInt8] {
         guard formatVersion >= 4, headroom == LogFormat.frameSize else {
             return LogFormat.frame(
                 type: .commit, payload: payload, salt: salt, offset: offset, compress: formatVersion < 4)
@@ -330,7 +346,7 @@ struct LogEncodedCommit {
     }
 
     /// Where each write is once the record is at `offset`, in write order (versions 4 and 5).
-    func locations(recordOffset offset: Int64) -> [RecordLocation] {
+    package func locations(recordOffset offset: Int64) -> [RecordLocation] {
         var result: [RecordLocation] = []
         result.reserveCapacity(blocks.reduce(0) { $0 + $1.writes })
         for block in blocks {
@@ -366,28 +382,29 @@ struct LogEncodedCommit {
 }
 
 /// Where an external value's bytes are (`Formats/log.md`, "External values").
-struct LogExternalReference: Hashable, Sendable {
+package struct LogExternalReference: Hashable, Sendable {
     /// The property's position in the entity's values.
-    var property: Int
+    package var property: Int
     /// The commit that wrote the file.
-    var transactionID: UInt64
-    var byteCount: UInt64
+    package var transactionID: UInt64
+    package var byteCount: UInt64
     /// CRC32C of the bytes, unmasked.
-    var checksum: UInt32
+    package var checksum: UInt32
 
     /// The file's name inside `<log>.blobs/`: identifiers only.
-    func fileName(entityIndex: Int, primaryKey: Int64) -> String {
+    package func fileName(entityIndex: Int, primaryKey: Int64) -> String {
         "\(entityIndex)-\(primaryKey)-\(property)-\(transactionID)"
     }
 }
 
 /// Encodes and decodes snapshots, commits and the header record without Codable.
-enum LogCodec {
-    static let maximumNesting = 64
+package enum LogCodec {
+    package static let maximumNesting = 64
 
     // MARK: Header record
 
-    static func encodeHeader(storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription) -> [UInt8] {
+    package static func encodeHeader(storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription) -> [UInt8]
+    {
         var w = LogByteWriter()
         w.string(storeIdentifier)
         w.zigzag(createdAt)
@@ -395,7 +412,7 @@ enum LogCodec {
         return w.bytes
     }
 
-    static func decodeHeader(_ payload: [UInt8], formatVersion: UInt16 = LogFormat.version) throws -> (
+    package static func decodeHeader(_ payload: [UInt8], formatVersion: UInt16 = LogFormat.version) throws -> (
         storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription
     ) {
         var r = LogByteReader(payload)
@@ -413,7 +430,7 @@ enum LogCodec {
     /// - Parameter keepContents: versions 4 and 5: how many uncompressed bytes of the last blocks
     ///   to keep in the result, for the cache.
     /// - Parameter blockBytes: versions 4 and 5: the uncompressed bytes at which a block is closed.
-    static func encodeCommit(
+    package static func encodeCommit(
         _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil,
         keepContents: Int = 0, spill: LogCommitSpill? = nil, blockBytes: Int = LogBlocks.targetBytes
     ) throws -> LogEncodedCommit {
@@ -456,16 +473,16 @@ enum LogCodec {
 
     /// What a commit's header says, read without decoding its writes: for a version 4
     /// or 5 commit, its blocks are walked by their headers and not decompressed.
-    struct CommitSummary {
-        var transactionID: UInt64
-        var nextPrimaryKey: Int64
+    package struct CommitSummary {
+        package var transactionID: UInt64
+        package var nextPrimaryKey: Int64
         /// Its deletes and writes.
-        var versions: Int64
+        package var versions: Int64
     }
 
     /// Reads a commit's transaction, next key and number of versions. For a version 4
     /// or 5 commit the block lengths are checked, not the blocks' checksums or contents.
-    static func decodeCommitSummary(_ payload: [UInt8], map: LogEntityMap) throws -> CommitSummary {
+    package static func decodeCommitSummary(_ payload: [UInt8], map: LogEntityMap) throws -> CommitSummary {
         var r = LogByteReader(payload)
         let (transactionID, _, _, nextPrimaryKey) = try decodeCommitStart(&r)
         let deleteCount = try r.count(minimumSize: 2)
@@ -505,7 +522,8 @@ enum LogCodec {
 
     /// Decodes a whole commit. A version 4 or 5 commit's blocks are checked (checksums, tables, LZ4)
     /// and the writes' locations computed from `recordOffset`, where the record starts.
-    static func decodeCommit(_ payload: [UInt8], map: LogEntityMap, recordOffset: Int64 = 0) throws -> LogCommit {
+    package static func decodeCommit(_ payload: [UInt8], map: LogEntityMap, recordOffset: Int64 = 0) throws -> LogCommit
+    {
         var r = LogByteReader(payload)
         let (transactionID, timestamp, author, nextPrimaryKey) = try decodeCommitStart(&r)
         var deletes: [(entity: String, key: Int64)] = []
@@ -573,7 +591,7 @@ enum LogCodec {
 
     // MARK: Snapshots
 
-    static func entityIndex(_ name: String, _ map: LogEntityMap) throws -> Int {
+    package static func entityIndex(_ name: String, _ map: LogEntityMap) throws -> Int {
         guard let index = map.indexByName[name] else {
             throw SwiftDataError(.unknownModelType, "\(name) is not in the log store's schema")
         }
@@ -586,7 +604,7 @@ enum LogCodec {
     }
 
     /// - Parameter entityIndex: `entity`'s index in `map`, when the caller knows it.
-    static func encodeSnapshot(
+    package static func encodeSnapshot(
         _ snapshot: DefaultSnapshot, key: Int64, entity: String, into w: inout LogByteWriter, map: LogEntityMap,
         external: ((Int) -> LogExternalReference?)? = nil, entityIndex known: Int? = nil
     ) throws {
@@ -617,7 +635,7 @@ enum LogCodec {
     /// With `columns`, only the values at those positions are decoded (and only their
     /// external references gathered); the others are skipped and left `.null`, and a
     /// skipped string is not checked for valid UTF-8 (the block's checksum still covers it).
-    static func decodeSnapshot(
+    package static func decodeSnapshot(
         _ r: inout LogByteReader, map: LogEntityMap, externalReferences: inout [LogExternalReference],
         columns: SnapshotColumns = .all
     ) throws -> DefaultSnapshot {
@@ -655,7 +673,7 @@ enum LogCodec {
     }
 
     /// Decodes a snapshot that may not hold external references.
-    static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
+    package static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
         var references: [LogExternalReference] = []
         let snapshot = try decodeSnapshot(&r, map: map, externalReferences: &references)
         guard references.isEmpty else { throw LogDecodeError("an external reference where none may be") }
@@ -664,7 +682,9 @@ enum LogCodec {
 
     // MARK: Values
 
-    static func encodeValue(_ value: SnapshotValue, into w: inout LogByteWriter, map: LogEntityMap, depth: Int = 0)
+    package static func encodeValue(
+        _ value: SnapshotValue, into w: inout LogByteWriter, map: LogEntityMap, depth: Int = 0
+    )
         throws
     {
         switch value {
@@ -745,7 +765,7 @@ enum LogCodec {
         }
     }
 
-    static func decodeValue(_ r: inout LogByteReader, map: LogEntityMap, depth: Int) throws -> SnapshotValue {
+    package static func decodeValue(_ r: inout LogByteReader, map: LogEntityMap, depth: Int) throws -> SnapshotValue {
         let tag = try r.u8()
         switch tag {
         case 0x00: return .null

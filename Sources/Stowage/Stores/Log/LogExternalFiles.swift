@@ -1,33 +1,33 @@
 import Foundation
 
 /// One external value's place: a record's property (`Formats/log.md`, "External values").
-struct LogExternalSlot: Hashable, Sendable {
+package struct LogExternalSlot: Hashable, Sendable {
     /// The entity's index in the stored schema.
-    var entity: Int
-    var key: Int64
+    package var entity: Int
+    package var key: Int64
     /// The property's position in the entity's values.
-    var property: Int
+    package var property: Int
 }
 
 /// The files of a log store's external values, in `<log>.blobs/`.
-struct LogExternalFiles: Sendable {
-    let fs: any LogFileSystem
+package struct LogExternalFiles: Sendable {
+    package let fs: any LogFileSystem
     /// `<log>.blobs`.
-    let directory: String
+    package let directory: String
     /// The directory that holds the log (synced when `.blobs` is created).
-    let parent: String
+    package let parent: String
 
-    init(fs: any LogFileSystem, logPath: String, parent: String) {
+    package init(fs: any LogFileSystem, logPath: String, parent: String) {
         self.fs = fs
         self.directory = logPath + ".blobs"
         self.parent = parent
     }
 
-    func path(_ name: String) -> String { directory + "/" + name }
+    package func path(_ name: String) -> String { directory + "/" + name }
 
     /// Writes each file, syncs it, then syncs the directory: after this returns, a commit
     /// may refer to them. On failure, removes what it wrote and throws `ioFailure`.
-    func write(_ files: [(name: String, bytes: Data)]) throws {
+    package func write(_ files: [(name: String, bytes: Data)]) throws {
         guard !files.isEmpty else { return }
         var written: [String] = []
         do {
@@ -59,13 +59,13 @@ struct LogExternalFiles: Sendable {
     }
 
     /// Removes files this save wrote, after its commit could not be appended.
-    func removeQuietly(_ names: [String]) {
+    package func removeQuietly(_ names: [String]) {
         for name in names { try? fs.remove(path(name)) }
     }
 
     /// Reads an external value back and checks its length and checksum.
     /// - Throws: `corruptStore` naming the file when it is missing or differs.
-    func read(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws -> Data {
+    package func read(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws -> Data {
         let path = path(reference.fileName(entityIndex: entityIndex, primaryKey: key))
         guard let fd = try fs.open(path, mode: .readOnly) else {
             throw Self.damaged(reference, path: path, entity: entity, key: key, "is missing")
@@ -83,7 +83,7 @@ struct LogExternalFiles: Sendable {
     /// without reading it: opening a store checks every live value this way (one `stat`
     /// each), and its checksum is checked when it is read.
     /// - Throws: `corruptStore` naming the file when it is missing or has another length.
-    func check(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws {
+    package func check(_ reference: LogExternalReference, entity: String, entityIndex: Int, key: Int64) throws {
         let path = path(reference.fileName(entityIndex: entityIndex, primaryKey: key))
         _ = try Self.checkedLength(try fs.size(ofFileAt: path), reference, path, entity, key)
     }
@@ -112,7 +112,7 @@ struct LogExternalFiles: Sendable {
 
     /// Deletes every file in the directory whose name is not in `live`. Only names of the
     /// external-value form are touched; failures are ignored (the next pass tries again).
-    func collectGarbage(keeping live: Set<String>) {
+    package func collectGarbage(keeping live: Set<String>) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         var removed = false
         for name in names where !live.contains(name) && Self.isValueFileName(name) {
@@ -122,13 +122,13 @@ struct LogExternalFiles: Sendable {
     }
 
     /// `<entityIndex>-<primaryKey>-<propertyIndex>-<transactionID>`, all decimal.
-    static func isValueFileName(_ name: String) -> Bool {
+    package static func isValueFileName(_ name: String) -> Bool {
         let parts = name.split(separator: "-", omittingEmptySubsequences: false)
         return parts.count == 4
             && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
     }
 
-    static func checksum(_ data: Data) -> UInt32 {
+    package static func checksum(_ data: Data) -> UInt32 {
         data.withUnsafeBytes { CRC32C.update(0, $0) }
     }
 }

@@ -64,7 +64,7 @@ public protocol LogFileSystem: Sendable {
 public struct POSIXLogFileSystem: LogFileSystem {
     public init() {}
 
-    static func failure(_ operation: String, _ path: String?, _ code: Int32 = errno) -> DataStoreError {
+    package static func failure(_ operation: String, _ path: String?, _ code: Int32 = errno) -> DataStoreError {
         let reason = String(cString: strerror(code))
         return DataStoreError(
             .ioFailure, "\(operation)\(path.map { " \($0)" } ?? "") failed: \(reason) (errno \(code))")
@@ -234,7 +234,7 @@ extension LogFileSystem {
     /// descriptor, and so the lock, until it execs, so the lock is retried for ~100 ms.
     /// - Throws: ``DataStoreError`` `.storeLocked` when another opener holds it (another
     ///   process, or another container in this one); `.ioFailure` otherwise.
-    func lockStore(path: String, directory: String, kind: String, shared: Bool = false) throws -> Int32 {
+    package func lockStore(path: String, directory: String, kind: String, shared: Bool = false) throws -> Int32 {
         let lockPath = path + ".lock"
         let lockFD: Int32
         if shared {

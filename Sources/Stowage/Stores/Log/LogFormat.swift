@@ -1,29 +1,35 @@
 /// The byte layout of a log file: the file header and record framing (`Formats/log.md`).
-enum LogFormat {
-    static let magic: [UInt8] = Array("STOWLOG".utf8) + [0]
+package enum LogFormat {
+    package static let magic: [UInt8] = Array("STOWLOG".utf8) + [0]
     /// The version this Stowage writes when it creates or rewrites a file.
-    static let version: UInt16 = 5
+    package static let version: UInt16 = 5
     /// The versions it reads (and appends to).
-    static let readableVersions: ClosedRange<UInt16> = 1...5
-    static let fileHeaderSize = 32
-    static let frameSize = 16
-    static let maximumPayload = 0x7E00_0000
+    package static let readableVersions: ClosedRange<UInt16> = 1...5
+    package static let fileHeaderSize = 32
+    package static let frameSize = 16
+    package static let maximumPayload = 0x7E00_0000
     /// Payloads shorter than this are stored raw.
-    static let compressionThreshold = 64
+    package static let compressionThreshold = 64
 
-    enum RecordType: UInt8 {
+    package enum RecordType: UInt8 {
         case header = 1
         case commit = 2
         case checkpoint = 3
     }
 
-    struct FileHeader: Equatable {
-        var salt: UInt64
-        var generation: UInt64
-        var version: UInt16 = LogFormat.version
+    package struct FileHeader: Equatable {
+        package var salt: UInt64
+        package var generation: UInt64
+        package var version: UInt16 = LogFormat.version
+
+        package init(salt: UInt64, generation: UInt64, version: UInt16 = LogFormat.version) {
+            self.salt = salt
+            self.generation = generation
+            self.version = version
+        }
     }
 
-    static func encodeFileHeader(_ header: FileHeader) -> [UInt8] {
+    package static func encodeFileHeader(_ header: FileHeader) -> [UInt8] {
         var w = LogByteWriter(capacity: fileHeaderSize)
         w.bytes.append(contentsOf: magic)
         w.u16(header.version)
@@ -35,7 +41,7 @@ enum LogFormat {
     }
 
     /// Why a file header was refused.
-    enum HeaderProblem: Error {
+    package enum HeaderProblem: Error {
         /// Not a log file at all (or another version): `wrongFormat`.
         case wrongFormat(String)
         /// A log file whose header is damaged: `corruptStore`.
@@ -44,7 +50,7 @@ enum LogFormat {
 
     /// The first bytes of a file (up to the magic's 8), quoted with anything unprintable
     /// escaped, for an error that says what was found instead of the magic.
-    static func describeStart(_ bytes: [UInt8]) -> String {
+    package static func describeStart(_ bytes: [UInt8]) -> String {
         var text = "\""
         for byte in bytes.prefix(magic.count) {
             switch byte {
@@ -62,7 +68,7 @@ enum LogFormat {
     }
 
     /// Checks the first bytes of a file (up to 32 of them; `fileSize` is the whole file's).
-    static func decodeFileHeader(_ bytes: [UInt8], fileSize: Int64) -> Result<FileHeader, HeaderProblem> {
+    package static func decodeFileHeader(_ bytes: [UInt8], fileSize: Int64) -> Result<FileHeader, HeaderProblem> {
         if fileSize == 0 {
             return .failure(.wrongFormat("the file is empty, so it is not a Stowage log store"))
         }
@@ -101,7 +107,7 @@ enum LogFormat {
     /// One framed record, ready to write at `offset`: compressed if that pays. The
     /// payload is compressed straight into the record's buffer, after room for the frame,
     /// so that a large save holds no third copy of its bytes.
-    static func frame(
+    package static func frame(
         type: RecordType, payload: [UInt8], salt: UInt64, offset: Int64, compress: Bool = true
     ) -> [UInt8] {
         var record: [UInt8]
@@ -122,7 +128,7 @@ enum LogFormat {
 
     /// Writes the frame into the first 16 bytes of `record`, whose stored payload follows
     /// them; `payloadLength` is the payload's length before compression.
-    static func fillFrame(
+    package static func fillFrame(
         _ record: inout [UInt8], type: RecordType, flags: UInt8, payloadLength: Int, salt: UInt64, offset: Int64
     ) {
         let storedCount = record.count - frameSize
@@ -137,7 +143,7 @@ enum LogFormat {
     /// The 16 frame bytes of a record whose stored bytes (`storedLength` of them) have the
     /// CRC32C `storedCRC`: the checksum covers the salt, the offset, the frame's first 12
     /// bytes and the stored bytes, combined here without the stored bytes themselves.
-    static func frameBytes(
+    package static func frameBytes(
         type: RecordType, flags: UInt8, storedCount: Int, payloadLength: Int, salt: UInt64, offset: Int64,
         storedCRC: UInt32, storedLength: Int
     ) -> [UInt8] {
@@ -156,7 +162,7 @@ enum LogFormat {
         return w.bytes
     }
 
-    static func checksum(frame: [UInt8], payload: [UInt8], salt: UInt64, offset: Int64) -> UInt32 {
+    package static func checksum(frame: [UInt8], payload: [UInt8], salt: UInt64, offset: Int64) -> UInt32 {
         var prefix = LogByteWriter(capacity: 28)
         prefix.u64(salt)
         prefix.u64(UInt64(bitPattern: offset))
@@ -165,7 +171,7 @@ enum LogFormat {
     }
 
     /// What the reader found at an offset.
-    enum ReadOutcome {
+    package enum ReadOutcome {
         /// A valid record: its type, its (decompressed) payload, and the offset after it.
         case record(RecordType, [UInt8], next: Int64)
         /// The end of the log: the end of the file, or the start of its reserved tail
@@ -178,7 +184,8 @@ enum LogFormat {
     /// Whether every byte from `offset` to the end of the file is zero: the tail a writer
     /// reserves ahead of its records (`Formats/log.md`, "Writing"), which ends the log and
     /// is not damage. Reads at most 1 MiB at a time.
-    static func isReservedTail(_ fs: any LogFileSystem, _ fd: Int32, from offset: Int64, fileSize: Int64) throws -> Bool
+    package static func isReservedTail(_ fs: any LogFileSystem, _ fd: Int32, from offset: Int64, fileSize: Int64) throws
+        -> Bool
     {
         var at = offset
         while at < fileSize {
@@ -191,7 +198,7 @@ enum LogFormat {
     }
 
     /// Reads and checks the record at `offset`, in the order `Formats/log.md` gives.
-    static func readRecord(
+    package static func readRecord(
         _ fs: any LogFileSystem, _ fd: Int32, at offset: Int64, fileSize: Int64, salt: UInt64
     ) throws -> ReadOutcome {
         if offset == fileSize { return .end }

@@ -2,19 +2,19 @@ import Foundation
 
 /// What starts every log file: the file header and the header record (`Formats/log.md`).
 /// The store reads it to open a file, and the `stowage` tool to inspect one.
-struct LogPreamble {
-    var header: LogFormat.FileHeader
-    var storeIdentifier: String
-    var createdAt: Int64
-    var schema: LogSchemaDescription
+package struct LogPreamble {
+    package var header: LogFormat.FileHeader
+    package var storeIdentifier: String
+    package var createdAt: Int64
+    package var schema: LogSchemaDescription
     /// The header record's payload, in bytes, and as stored (after its frame).
-    var payloadBytes: Int
-    var storedPayloadBytes: Int64
+    package var payloadBytes: Int
+    package var storedPayloadBytes: Int64
     /// Where the commits start: the end of the header record.
-    var commitsStart: Int64
+    package var commitsStart: Int64
 
     /// Why a file has no usable preamble.
-    enum Problem: Error {
+    package enum Problem: Error {
         /// Not a log file this Stowage reads (another format, or another version).
         case wrongFormat(String)
         /// A log file whose header or header record is damaged at `offset`; `header` is the
@@ -24,7 +24,8 @@ struct LogPreamble {
 
     /// Reads and checks the preamble of the file open at `fd`.
     /// - Throws: the file system's error when a read fails.
-    static func read(_ fs: any LogFileSystem, _ fd: Int32, fileSize size: Int64) throws -> Result<Self, Problem> {
+    package static func read(_ fs: any LogFileSystem, _ fd: Int32, fileSize size: Int64) throws -> Result<Self, Problem>
+    {
         let first = try fs.read(fd, count: LogFormat.fileHeaderSize, at: 0)
         let header: LogFormat.FileHeader
         switch LogFormat.decodeFileHeader(first, fileSize: size) {

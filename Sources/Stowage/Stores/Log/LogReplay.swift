@@ -10,23 +10,23 @@ import IndexKey
 /// ordered by key (already so for a compacted log or inserts alone, which costs one pass),
 /// the last version of each key is kept, deleted keys are dropped, and the trees are
 /// bulk-loaded from those sorted entries once.
-struct LogReplay {
+package struct LogReplay {
     /// Every version of an entity's records, in file order, in parallel arrays.
     private struct EntityVersions {
-        var keys: [Int64] = []
+        package var keys: [Int64] = []
         /// The version's snapshot; a delete's is an empty placeholder.
-        var snapshots: [DefaultSnapshot] = []
+        package var snapshots: [DefaultSnapshot] = []
         /// Version 4: each version's location (a delete's is a placeholder).
-        var locations: [RecordLocation] = []
+        package var locations: [RecordLocation] = []
         /// Positions of deletes.
-        var deletes: Set<Int> = []
+        package var deletes: Set<Int> = []
         /// External references by position.
-        var references: [Int: [LogExternalReference]] = [:]
+        package var references: [Int: [LogExternalReference]] = [:]
         /// Whether the keys so far are strictly ascending with no deletes: then the lists
         /// are already the live records in key order.
-        var isSimple = true
+        package var isSimple = true
 
-        mutating func append(_ key: Int64, _ snapshot: DefaultSnapshot, _ location: RecordLocation?) {
+        package mutating func append(_ key: Int64, _ snapshot: DefaultSnapshot, _ location: RecordLocation?) {
             if isSimple, let last = keys.last, last >= key { isSimple = false }
             keys.append(key)
             snapshots.append(snapshot)
@@ -35,11 +35,11 @@ struct LogReplay {
     }
 
     /// The live records of an entity, in ascending key order.
-    struct Records {
-        var keys: [Int64] = []
-        var snapshots: [DefaultSnapshot] = []
+    package struct Records {
+        package var keys: [Int64] = []
+        package var snapshots: [DefaultSnapshot] = []
         /// Version 4: where each record is, parallel to `keys`; empty otherwise.
-        var locations: [RecordLocation] = []
+        package var locations: [RecordLocation] = []
     }
 
     private var entities: [String: EntityVersions] = [:]
@@ -52,12 +52,12 @@ struct LogReplay {
     /// Every write and delete replayed: the record versions in the file.
     private(set) var versions: Int64 = 0
     /// Whether the commits carry locations (format versions 4 and 5): every write has one.
-    let located: Bool
+    package let located: Bool
 
-    init(located: Bool = false) { self.located = located }
+    package init(located: Bool = false) { self.located = located }
 
     /// Applies one commit: its deletes, then its writes in order, then its next key.
-    mutating func add(_ commit: LogCommit) {
+    package mutating func add(_ commit: LogCommit) {
         versions += Int64(commit.deletes.count + commit.writes.count)
         let hasLocations = located && commit.locations.count == commit.writes.count
         for (entity, key) in commit.deletes {
@@ -87,7 +87,7 @@ struct LogReplay {
     }
 
     /// Folds the versions into the live records; call once, after the last commit.
-    mutating func finish() {
+    package mutating func finish() {
         for name in Array(entities.keys) {
             guard let list = entities.removeValue(forKey: name) else { continue }
             if list.isSimple {
@@ -121,7 +121,7 @@ struct LogReplay {
 
     /// Puts the bytes `load` gives for each live external value into its record's slot;
     /// a slot for which it gives `nil` keeps its `.null`.
-    mutating func resolveExternalValues(
+    package mutating func resolveExternalValues(
         _ load: (_ entity: String, _ key: Int64, _ reference: LogExternalReference) throws -> Data?
     ) throws {
         for (entity, byKey) in references {
@@ -146,12 +146,12 @@ struct LogReplay {
     }
 
     /// The live records by entity, once ``finish()`` has run.
-    var liveRecords: [String: Records] { live }
+    package var liveRecords: [String: Records] { live }
 
     /// The table holding every live record, with its indexes: taken from `indexEntries`
     /// (a checkpoint's, already checked against the records) where given, else computed.
     /// Records with locations (versions 4 and 5) are held by location, read back through `source`.
-    func table(
+    package func table(
         schema: Schema, storeIdentifier: String, indexEntries: [String: [LogCheckpoint.Entries]] = [:],
         source: (any SnapshotSource)? = nil
     ) -> SnapshotTable {

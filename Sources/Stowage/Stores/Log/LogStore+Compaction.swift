@@ -83,7 +83,7 @@ extension LogStore {
     }
 
     /// The payload size at which compaction starts a new commit record.
-    static let compactionChunkSize = 4 << 20
+    package static let compactionChunkSize = 4 << 20
 
     /// Replaces the log with one that holds `source`'s records, and the table with one that
     /// holds them where the new file has them. Called with the writer lock; `source` is

@@ -122,7 +122,7 @@ extension LogStore {
     }
 
     /// The file header followed by the header record.
-    static func headerBytes(
+    package static func headerBytes(
         _ header: LogFormat.FileHeader, storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription
     ) -> [UInt8] {
         var bytes = LogFormat.encodeFileHeader(header)

@@ -1,4 +1,5 @@
 import Foundation
+import Stowage
 
 // The `stowage` command-line tool's view of a store file: everything read from the file
 // itself (no model types), for `inspect`, `verify`, `dump`, `history`, `recover` and

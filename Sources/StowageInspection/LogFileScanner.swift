@@ -1,4 +1,5 @@
 import Foundation
+import Stowage
 
 /// Reads a whole log file record by record with the store's own reader
 /// (``LogFormat/readRecord(_:_:at:fileSize:salt:)``: framing, lengths, checksum, LZ4) and

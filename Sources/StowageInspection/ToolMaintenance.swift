@@ -1,4 +1,5 @@
 import Foundation
+import Stowage
 
 /// What `stowage recover` did.
 package struct ToolRecovery: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import IndexKey
+import Stowage
 
 /// Checks one record's values against the stored schema, by the type names the file
 /// stores (no model types): the value count, null only where the property is optional,

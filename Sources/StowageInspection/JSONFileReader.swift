@@ -1,4 +1,5 @@
 import Foundation
+import Stowage
 
 /// Reads a `stowage-json` document (`Formats/json.md`) without model types: the store's
 /// own parser, schema reader and value mapping, with the checks of opening, except that

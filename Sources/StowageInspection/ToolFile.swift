@@ -1,4 +1,5 @@
 import Foundation
+import Stowage
 
 #if canImport(Glibc)
     import Glibc

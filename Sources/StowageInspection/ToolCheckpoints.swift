@@ -1,5 +1,6 @@
 import Foundation
 import IndexKey
+import Stowage
 
 /// One checkpoint record of a log file (format versions 3 and 4), for `inspect`.
 package struct ToolCheckpoint: Sendable, Equatable {
