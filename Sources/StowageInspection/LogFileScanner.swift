@@ -70,7 +70,7 @@ enum LogFileScanner {
 
     /// What compaction needs besides the store view.
     struct Extras {
-        var description: LogSchemaDescription
+        var description: StoredSchema
         var map: LogEntityMap
         var lastTransaction: UInt64
     }

@@ -17,7 +17,7 @@ private func posixClose(_ fd: Int32) -> Int32 { close(fd) }
 final class ToolFile {
     let fd: Int32
     let size: Int64
-    let fs = POSIXLogFileSystem()
+    let fs = POSIXStoreFileSystem()
 
     private init(fd: Int32, size: Int64) {
         self.fd = fd
@@ -65,7 +65,7 @@ enum ToolFileOperations {
     static func lock(_ path: String) throws(ToolFailure) -> Int32 {
         let url = URL(fileURLWithPath: path)
         do {
-            return try POSIXLogFileSystem().lockStore(
+            return try POSIXStoreFileSystem().lockStore(
                 path: url.path, directory: url.deletingLastPathComponent().path, kind: "store")
         } catch let error as DataStoreError where error.code == .storeLocked {
             throw ToolFailure(
@@ -85,7 +85,7 @@ enum ToolFileOperations {
     /// Copies `path` to a new file `backup` (mode 0600, refused if it exists), syncs the
     /// copy and the directory.
     static func backUp(_ path: String, to backup: String) throws(ToolFailure) {
-        let fs = POSIXLogFileSystem()
+        let fs = POSIXStoreFileSystem()
         let source = try ToolFile.openForReading(path)
         defer { source.close() }
         let target: Int32
@@ -110,7 +110,7 @@ enum ToolFileOperations {
                 offset += Int64(bytes.count)
             }
             guard offset == source.size else { throw ToolFailure(.io, "\(path) changed while it was copied") }
-            guard fsync(target) == 0 else { throw POSIXLogFileSystem.failure("fsync", backup) }
+            guard fsync(target) == 0 else { throw POSIXStoreFileSystem.failure("fsync", backup) }
             try fs.syncDirectory(directory(of: backup))
         } catch let failure as ToolFailure {
             try? fs.remove(backup)
@@ -123,7 +123,7 @@ enum ToolFileOperations {
 
     /// Cuts the file to `length` bytes and syncs it.
     static func truncate(_ path: String, to length: Int64) throws(ToolFailure) {
-        let fs = POSIXLogFileSystem()
+        let fs = POSIXStoreFileSystem()
         do {
             guard let fd = try fs.open(path, mode: .existing) else { throw ToolFailure(.io, "\(path) has gone") }
             defer { fs.close(fd) }

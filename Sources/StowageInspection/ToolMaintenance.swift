@@ -137,7 +137,7 @@ package enum ToolMaintenance {
                     + "run `stowage recover` first (compact rewrites only a whole log)")
         }
 
-        let fs = POSIXLogFileSystem()
+        let fs = POSIXStoreFileSystem()
         let generation = log.generation &+ 1
         var salt: UInt64 = 0
         while salt == 0 || salt == log.salt { salt = UInt64.random(in: 1...UInt64.max) }

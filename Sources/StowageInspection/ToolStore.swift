@@ -71,7 +71,7 @@ package struct ToolSchema: Sendable, Equatable {
 
     package func entity(named name: String) -> Entity? { entities.first { $0.name == name } }
 
-    init(_ description: LogSchemaDescription) {
+    init(_ description: StoredSchema) {
         version = description.version.map(String.init).joined(separator: ".")
         entities = description.entities.map { entity in
             Entity(

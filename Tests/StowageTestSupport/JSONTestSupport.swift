@@ -60,7 +60,7 @@ public enum JSONTest {
     }
 
     public static func configuration(
-        _ url: URL, schema: Schema, fileSystem: (any LogFileSystem)? = nil, maximumFileSize: Int? = nil
+        _ url: URL, schema: Schema, fileSystem: (any StoreFileSystem)? = nil, maximumFileSize: Int? = nil
     ) -> JSONStoreConfiguration {
         var configuration = JSONStoreConfiguration(
             name: "json", schema: schema, fileURL: url,
@@ -70,7 +70,7 @@ public enum JSONTest {
     }
 
     public static func open(
-        _ url: URL, schema: Schema, fileSystem: (any LogFileSystem)? = nil, maximumFileSize: Int? = nil
+        _ url: URL, schema: Schema, fileSystem: (any StoreFileSystem)? = nil, maximumFileSize: Int? = nil
     ) throws -> JSONStore {
         try JSONStore(
             configuration(url, schema: schema, fileSystem: fileSystem, maximumFileSize: maximumFileSize),

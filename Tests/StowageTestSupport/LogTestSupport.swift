@@ -26,7 +26,7 @@ public struct LogTestDirectory: Sendable {
 /// A file system that fails one chosen call: the Nth write, sync, truncate, rename or
 /// directory sync after it is armed. A failing write first writes half its bytes, as a
 /// torn write would.
-public final class FaultInjectingFileSystem: LogFileSystem {
+public final class FaultInjectingFileSystem: StoreFileSystem {
     public enum Operation: String, Sendable, CaseIterable {
         case write, sync, truncate, rename, syncDirectory
     }
@@ -39,7 +39,7 @@ public final class FaultInjectingFileSystem: LogFileSystem {
         var beforeSync: (@Sendable (Int) -> Void)?
     }
 
-    private let base = POSIXLogFileSystem()
+    private let base = POSIXStoreFileSystem()
     private let state = Mutex(State())
 
     public init() {}
@@ -86,7 +86,7 @@ public final class FaultInjectingFileSystem: LogFileSystem {
         DataStoreError(.ioFailure, "injected \(operation.rawValue) failure")
     }
 
-    public func open(_ path: String, mode: LogOpenMode) throws -> Int32? { try base.open(path, mode: mode) }
+    public func open(_ path: String, mode: StoreFileOpenMode) throws -> Int32? { try base.open(path, mode: mode) }
     public func size(_ fd: Int32) throws -> Int64 { try base.size(fd) }
     public func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8] {
         try base.read(fd, count: count, at: offset)
@@ -132,8 +132,8 @@ public final class FaultInjectingFileSystem: LogFileSystem {
 /// other than for reading only, and every write, sync, truncate, rename, directory sync
 /// and removal, fails with "Read-only file system" and is recorded. Lets a test that runs
 /// as root (whom file modes do not stop) prove that a store changes nothing.
-public final class ReadOnlyFileSystem: LogFileSystem {
-    private let base = POSIXLogFileSystem()
+public final class ReadOnlyFileSystem: StoreFileSystem {
+    private let base = POSIXStoreFileSystem()
     private let refused = Mutex<[String]>([])
 
     public init() {}
@@ -146,7 +146,7 @@ public final class ReadOnlyFileSystem: LogFileSystem {
         return DataStoreError(.ioFailure, "\(call) failed: Read-only file system (errno 30)")
     }
 
-    public func open(_ path: String, mode: LogOpenMode) throws -> Int32? {
+    public func open(_ path: String, mode: StoreFileOpenMode) throws -> Int32? {
         guard mode == .readOnly else { throw refuse("open(\(mode)) \(path)") }
         return try base.open(path, mode: mode)
     }

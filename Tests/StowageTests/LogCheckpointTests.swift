@@ -10,7 +10,7 @@ struct LogCheckpointTests {
     static let schema = Schema([Person.self, Chore.self])
 
     static func configuration(
-        _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any LogFileSystem)? = nil,
+        _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any StoreFileSystem)? = nil,
         recovery: LogStoreConfiguration.Recovery = .pointInTime, chunk: Int? = nil
     ) -> LogStoreConfiguration {
         var configuration = LogStoreConfiguration(schema: schema, url: url, recovery: recovery)
@@ -29,7 +29,7 @@ struct LogCheckpointTests {
     }
 
     static func open(
-        _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any LogFileSystem)? = nil,
+        _ url: URL, minimumCommitBytes: Int64? = 0, version: UInt16? = nil, fileSystem: (any StoreFileSystem)? = nil,
         recovery: LogStoreConfiguration.Recovery = .pointInTime, chunk: Int? = nil
     ) throws -> Opened {
         let container = try ModelContainer(
@@ -155,7 +155,7 @@ struct LogCheckpointTests {
 
     /// Appends a checkpoint record with a valid checksum to a closed store's file.
     static func appendForged(_ checkpoint: LogCheckpoint, to url: URL) throws {
-        let fs = POSIXLogFileSystem()
+        let fs = POSIXStoreFileSystem()
         let fd = try #require(try fs.open(url.path, mode: .existing))
         defer { fs.close(fd) }
         let size = try fs.size(fd)

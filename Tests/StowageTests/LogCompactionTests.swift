@@ -7,7 +7,7 @@ import Testing
 @Suite("LogStore automatic compaction")
 struct LogCompactionTests {
     static func open(
-        _ url: URL, policy: LogStoreConfiguration.AutomaticCompaction?, fileSystem: (any LogFileSystem)? = nil
+        _ url: URL, policy: LogStoreConfiguration.AutomaticCompaction?, fileSystem: (any StoreFileSystem)? = nil
     ) throws -> LogStore {
         var configuration = LogTest.configuration(url, fileSystem: fileSystem)
         configuration.automaticCompaction = policy

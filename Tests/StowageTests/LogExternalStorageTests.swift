@@ -10,7 +10,7 @@ struct LogExternalStorageTests {
     static let schema = Schema([Photo.self])
 
     static func configuration(
-        _ url: URL, fileSystem: (any LogFileSystem)? = nil, version: UInt16 = 2
+        _ url: URL, fileSystem: (any StoreFileSystem)? = nil, version: UInt16 = 2
     ) -> LogStoreConfiguration {
         var configuration = LogStoreConfiguration(schema: schema, url: url)
         configuration.automaticCompaction = nil
@@ -19,7 +19,7 @@ struct LogExternalStorageTests {
         return configuration
     }
 
-    static func container(_ url: URL, fileSystem: (any LogFileSystem)? = nil, version: UInt16 = 2) throws
+    static func container(_ url: URL, fileSystem: (any StoreFileSystem)? = nil, version: UInt16 = 2) throws
         -> ModelContainer
     {
         try ModelContainer(
@@ -285,13 +285,13 @@ struct LogExternalStorageTests {
 }
 
 /// The real file system, counting the bytes read from external value files.
-private final class BlobReadCountingFileSystem: LogFileSystem {
-    private let base = POSIXLogFileSystem()
+private final class BlobReadCountingFileSystem: StoreFileSystem {
+    private let base = POSIXStoreFileSystem()
     private let state = Mutex((blobs: Set<Int32>(), bytes: 0))
 
     var blobBytesRead: Int { state.withLock { $0.bytes } }
 
-    func open(_ path: String, mode: LogOpenMode) throws -> Int32? {
+    func open(_ path: String, mode: StoreFileOpenMode) throws -> Int32? {
         let fd = try base.open(path, mode: mode)
         if let fd, path.contains(".blobs/") { state.withLock { _ = $0.blobs.insert(fd) } }
         return fd

@@ -110,7 +110,7 @@ struct LogIndexChangeTests {
     static let count = 3000
 
     static func open(
-        _ url: URL, _ type: any PersistentModel.Type, allowsSave: Bool = true, fileSystem: (any LogFileSystem)? = nil
+        _ url: URL, _ type: any PersistentModel.Type, allowsSave: Bool = true, fileSystem: (any StoreFileSystem)? = nil
     ) throws -> (ModelContainer, LogStore) {
         var configuration = LogStoreConfiguration(schema: Schema([type]), url: url, allowsSave: allowsSave)
         if let fileSystem { configuration.fileSystem = fileSystem }

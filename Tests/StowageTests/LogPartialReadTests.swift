@@ -192,7 +192,7 @@ struct LogPartialReadTests {
     @Test func decodingSomeColumnsMatchesAFullDecode() throws {
         var random = SeededRandom.fromEnvironment()
         let seed = random.seed
-        let map = LogEntityMap(storeIdentifier: "log-test", description: LogSchemaDescription(LogTest.schema))
+        let map = LogEntityMap(storeIdentifier: "log-test", description: StoredSchema(LogTest.schema))
         let index = try #require(map.external.firstIndex { $0.isEmpty })
         let count = map.propertyCounts[index]
         for _ in 0..<300 {

@@ -14,7 +14,7 @@ import Testing
 struct LogReadOnlyTests {
     static func readOnly(
         _ url: URL, schema: Schema = LogTest.schema, recovery: LogStoreConfiguration.Recovery = .pointInTime,
-        fileSystem: (any LogFileSystem)? = nil
+        fileSystem: (any StoreFileSystem)? = nil
     ) -> LogStoreConfiguration {
         var configuration = LogTest.configuration(url, schema: schema, recovery: recovery, fileSystem: fileSystem)
         configuration.allowsSave = false
@@ -335,7 +335,7 @@ struct LogReadOnlyTests {
 struct JSONReadOnlyTests {
     typealias T = JSONStoreTesting
 
-    static func readOnly(_ url: URL, fileSystem: (any LogFileSystem)? = nil) throws -> JSONStore {
+    static func readOnly(_ url: URL, fileSystem: (any StoreFileSystem)? = nil) throws -> JSONStore {
         var configuration = JSONTest.configuration(url, schema: T.schema, fileSystem: fileSystem)
         configuration.allowsSave = false
         return try JSONStore(configuration, migrationPlan: nil)

@@ -9,7 +9,8 @@ import Testing
 /// take that path.
 @Suite("LogStore commits written in pieces")
 struct LogSpilledCommitTests {
-    static func configuration(_ url: URL, chunk: Int?, fileSystem: (any LogFileSystem)? = nil) -> LogStoreConfiguration
+    static func configuration(_ url: URL, chunk: Int?, fileSystem: (any StoreFileSystem)? = nil)
+        -> LogStoreConfiguration
     {
         var configuration = LogTest.configuration(url, fileSystem: fileSystem)
         configuration.fixedSalt = 0x5EED
@@ -19,7 +20,7 @@ struct LogSpilledCommitTests {
         return configuration
     }
 
-    static func open(_ url: URL, chunk: Int?, fileSystem: (any LogFileSystem)? = nil) throws -> LogStore {
+    static func open(_ url: URL, chunk: Int?, fileSystem: (any StoreFileSystem)? = nil) throws -> LogStore {
         try LogStore(configuration(url, chunk: chunk, fileSystem: fileSystem), migrationPlan: nil)
     }
 

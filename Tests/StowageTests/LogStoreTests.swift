@@ -10,7 +10,7 @@ enum LogTest {
 
     static func configuration(
         _ url: URL, schema: Schema = schema, recovery: LogStoreConfiguration.Recovery = .pointInTime,
-        durability: LogStoreConfiguration.Durability = .full, fileSystem: (any LogFileSystem)? = nil
+        durability: LogStoreConfiguration.Durability = .full, fileSystem: (any StoreFileSystem)? = nil
     ) -> LogStoreConfiguration {
         var configuration = LogStoreConfiguration(schema: schema, url: url, durability: durability, recovery: recovery)
         if let fileSystem { configuration.fileSystem = fileSystem }
@@ -19,7 +19,7 @@ enum LogTest {
 
     static func open(
         _ url: URL, schema: Schema = schema, recovery: LogStoreConfiguration.Recovery = .pointInTime,
-        fileSystem: (any LogFileSystem)? = nil
+        fileSystem: (any StoreFileSystem)? = nil
     ) throws -> LogStore {
         try LogStore(configuration(url, schema: schema, recovery: recovery, fileSystem: fileSystem), migrationPlan: nil)
     }
@@ -559,7 +559,7 @@ struct LogEncodingTests {
     @Test func everyValueCaseRoundTripsThroughTheCodec() throws {
         var random = SeededRandom.fromEnvironment()
         let seed = random.seed
-        let map = LogEntityMap(storeIdentifier: "log-test", description: LogSchemaDescription(LogTest.schema))
+        let map = LogEntityMap(storeIdentifier: "log-test", description: StoredSchema(LogTest.schema))
         for _ in 0..<2000 {
             let value = Self.randomValue(&random, map: map)
             var writer = LogByteWriter()

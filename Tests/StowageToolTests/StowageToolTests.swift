@@ -488,7 +488,7 @@ struct StowageToolTests {
     /// A log file's records, read with the store's own reader: each one's offset, type and
     /// (decompressed) payload; and the file's salt.
     static func records(of url: URL) throws -> (salt: UInt64, records: [LogRecord]) {
-        let fs = POSIXLogFileSystem()
+        let fs = POSIXStoreFileSystem()
         let fd = try #require(try fs.open(url.path, mode: .existing))
         defer { fs.close(fd) }
         let size = try fs.size(fd)
@@ -899,7 +899,7 @@ struct StowageToolTests {
 
     /// The sample's records, its schema, and the map that decodes its commits.
     static func version4Sample(_ url: URL = Tool.sample("trips-v4.stowlog")) throws -> (
-        salt: UInt64, records: [LogRecord], schema: LogSchemaDescription, map: LogEntityMap
+        salt: UInt64, records: [LogRecord], schema: StoredSchema, map: LogEntityMap
     ) {
         let (salt, records) = try Self.records(of: url)
         let header = try LogCodec.decodeHeader(records[0].payload, formatVersion: 4)

@@ -200,7 +200,7 @@ package enum JSONDocument {
     }
 
     /// Reads the stored schema into the log store's comparable description.
-    package static func readSchema(_ value: JSONValue) throws(Problem) -> LogSchemaDescription {
+    package static func readSchema(_ value: JSONValue) throws(Problem) -> StoredSchema {
         let top = try members(value, "schema")
         let versionText = try string(top["version"], "schema.version")
         let parts = versionText.split(separator: ".", omittingEmptySubsequences: false).map { UInt64($0) }
@@ -208,14 +208,14 @@ package enum JSONDocument {
             throw .corrupt("schema.version \"\(versionText)\" is not major.minor.patch")
         }
         let entityMembers = try members(top["entities"] ?? .null, "schema.entities")
-        var entities: [LogSchemaDescription.Entity] = []
+        var entities: [StoredSchema.Entity] = []
         for (name, value) in entityMembers.sorted(by: { jsonKeyOrder($0.key, $1.key) }) {
             let context = "schema entity \(name)"
             let entity = try members(value, context)
             guard case .array(let propertyList)? = entity["properties"] else {
                 throw .corrupt("\(context): properties must be an array")
             }
-            var properties: [LogSchemaDescription.Property] = []
+            var properties: [StoredSchema.Property] = []
             for item in propertyList {
                 let p = try members(item, "\(context): a property")
                 let propertyName = try string(p["name"], "\(context): a property's name")
@@ -232,17 +232,17 @@ package enum JSONDocument {
                     flags |= toMany ? 2 : 6
                 }
                 properties.append(
-                    LogSchemaDescription.Property(
+                    StoredSchema.Property(
                         name: propertyName,
                         typeName: try string(p["type"], "\(context), property \(propertyName): type"),
                         flags: flags, destination: destination))
             }
             entities.append(
-                LogSchemaDescription.Entity(
+                StoredSchema.Entity(
                     name: name, properties: properties, uniqueness: try groups(entity["unique"], "\(context): unique"),
                     indices: try groups(entity["indexes"], "\(context): indexes")))
         }
-        return LogSchemaDescription(version: parts.map { $0! }, entities: entities)
+        return StoredSchema(version: parts.map { $0! }, entities: entities)
     }
 
     /// Reads and validates a whole document into a table for `schema`.
@@ -286,15 +286,15 @@ package enum JSONDocument {
         // The JSON store keeps external-storage values inline: that flag is not part of its schema.
         // Indexes (`#Index`) and uniqueness constraints may differ: they are built from the
         // records (which must then hold no duplicates), and the next save writes the schema's.
-        // So may whatever else needs no migration plan (`LogSchemaConversion`): each record is
+        // So may whatever else needs no migration plan (`SchemaConversion`): each record is
         // read by the stored names and takes the new properties' values.
-        let described = LogSchemaDescription(schema).withoutExternalFlags
+        let described = StoredSchema(schema).withoutExternalFlags
         var addedUniqueness: [String: [[String]]] = [:]
-        var conversion: LogSchemaConversion?
+        var conversion: SchemaConversion?
         if let difference = stored.difference(from: described) {
             if !stored.differsOnlyInIndexes(from: described) {
                 do {
-                    conversion = try LogSchemaConversion.make(from: stored, to: described, schema: schema)
+                    conversion = try SchemaConversion.make(from: stored, to: described, schema: schema)
                 } catch {
                     throw Problem(
                         .schemaMismatch,

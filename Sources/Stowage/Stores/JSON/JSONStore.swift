@@ -23,7 +23,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     public let identifier: String
     public let schema: Schema
 
-    let fs: any LogFileSystem
+    let fs: any StoreFileSystem
     let path: String
     let directory: String
     let table: Mutex<SnapshotTable>
@@ -140,7 +140,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     /// `path` and syncs the directory. Before the rename, a failure removes the temporary
     /// file and leaves `path` as it was. Throws ``JSONStore/DirectorySyncFailure`` when
     /// only the last step failed (the rename happened).
-    static func replace(fs: any LogFileSystem, path: String, directory: String, with bytes: [UInt8]) throws {
+    static func replace(fs: any StoreFileSystem, path: String, directory: String, with bytes: [UInt8]) throws {
         let temporary = path + ".tmp-" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         guard let fd = try fs.open(temporary, mode: .createNew) else {
             throw DataStoreError(.ioFailure, "cannot create \(temporary)")
@@ -289,7 +289,7 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
     public var maximumFileSize: Int
 
     /// The file operations; tests put a fault-injecting one here.
-    @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
+    @_spi(Testing) public var fileSystem: any StoreFileSystem = POSIXStoreFileSystem()
     /// A fixed store identifier for a new file (the sample files).
     @_spi(Testing) public var fixedStoreIdentifier: String?
 

@@ -36,7 +36,7 @@ package struct LogCheckpoint: Equatable {
     package var entities: [Entity]
 
     /// The number of indexes each entity of a stored schema has, in the table's order.
-    package static func indexCount(of entity: LogSchemaDescription.Entity) -> Int {
+    package static func indexCount(of entity: StoredSchema.Entity) -> Int {
         entity.uniqueness.count + entity.indices.filter { !entity.uniqueness.contains($0) }.count
     }
 
@@ -292,7 +292,7 @@ package struct LogCheckpoint: Equatable {
     /// record in every index, and (version 4) locations inside the file's commits, below
     /// `fileSize`.
     package static func decode(
-        _ payload: [UInt8], schema: LogSchemaDescription, formatVersion: UInt16 = LogFormat.version,
+        _ payload: [UInt8], schema: StoredSchema, formatVersion: UInt16 = LogFormat.version,
         fileSize: Int64 = Int64(LogFormat.maximumPayload) << 8
     ) throws -> LogCheckpoint {
         var r = LogByteReader(payload)
@@ -442,8 +442,8 @@ package final class LogCheckpointPrefetch: @unchecked Sendable {
     /// Starts decoding the last checkpoint the frames show: in version 4 the last one, in
     /// version 3 only one that ends the file.
     package static func start(
-        _ fs: any LogFileSystem, _ fd: Int32, from start: Int64, fileSize: Int64, salt: UInt64,
-        schema: LogSchemaDescription, formatVersion: UInt16
+        _ fs: any StoreFileSystem, _ fd: Int32, from start: Int64, fileSize: Int64, salt: UInt64,
+        schema: StoredSchema, formatVersion: UInt16
     ) -> LogCheckpointPrefetch? {
         var offset = start
         var last: (offset: Int64, type: UInt8)?

@@ -11,13 +11,13 @@ package struct LogExternalSlot: Hashable, Sendable {
 
 /// The files of a log store's external values, in `<log>.blobs/`.
 package struct LogExternalFiles: Sendable {
-    package let fs: any LogFileSystem
+    package let fs: any StoreFileSystem
     /// `<log>.blobs`.
     package let directory: String
     /// The directory that holds the log (synced when `.blobs` is created).
     package let parent: String
 
-    package init(fs: any LogFileSystem, logPath: String, parent: String) {
+    package init(fs: any StoreFileSystem, logPath: String, parent: String) {
         self.fs = fs
         self.directory = logPath + ".blobs"
         self.parent = parent

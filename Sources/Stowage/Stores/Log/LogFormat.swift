@@ -184,7 +184,8 @@ package enum LogFormat {
     /// Whether every byte from `offset` to the end of the file is zero: the tail a writer
     /// reserves ahead of its records (`Formats/log.md`, "Writing"), which ends the log and
     /// is not damage. Reads at most 1 MiB at a time.
-    package static func isReservedTail(_ fs: any LogFileSystem, _ fd: Int32, from offset: Int64, fileSize: Int64) throws
+    package static func isReservedTail(_ fs: any StoreFileSystem, _ fd: Int32, from offset: Int64, fileSize: Int64)
+        throws
         -> Bool
     {
         var at = offset
@@ -199,7 +200,7 @@ package enum LogFormat {
 
     /// Reads and checks the record at `offset`, in the order `Formats/log.md` gives.
     package static func readRecord(
-        _ fs: any LogFileSystem, _ fd: Int32, at offset: Int64, fileSize: Int64, salt: UInt64
+        _ fs: any StoreFileSystem, _ fd: Int32, at offset: Int64, fileSize: Int64, salt: UInt64
     ) throws -> ReadOutcome {
         if offset == fileSize { return .end }
         let left = fileSize - offset

@@ -6,7 +6,7 @@ package struct LogPreamble {
     package var header: LogFormat.FileHeader
     package var storeIdentifier: String
     package var createdAt: Int64
-    package var schema: LogSchemaDescription
+    package var schema: StoredSchema
     /// The header record's payload, in bytes, and as stored (after its frame).
     package var payloadBytes: Int
     package var storedPayloadBytes: Int64
@@ -24,8 +24,9 @@ package struct LogPreamble {
 
     /// Reads and checks the preamble of the file open at `fd`.
     /// - Throws: the file system's error when a read fails.
-    package static func read(_ fs: any LogFileSystem, _ fd: Int32, fileSize size: Int64) throws -> Result<Self, Problem>
-    {
+    package static func read(_ fs: any StoreFileSystem, _ fd: Int32, fileSize size: Int64) throws -> Result<
+        Self, Problem
+    > {
         let first = try fs.read(fd, count: LogFormat.fileHeaderSize, at: 0)
         let header: LogFormat.FileHeader
         switch LogFormat.decodeFileHeader(first, fileSize: size) {

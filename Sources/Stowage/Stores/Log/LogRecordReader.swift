@@ -11,7 +11,7 @@ import Synchronization
 /// It owns a duplicate of the log's descriptor, so a table that still refers to it keeps
 /// reading the file it was made for after a compaction renames a new one over the path.
 final class LogRecordReader: SnapshotSource, @unchecked Sendable {
-    let fs: any LogFileSystem
+    let fs: any StoreFileSystem
     let fd: Int32
     let path: String
     let map: LogEntityMap
@@ -19,7 +19,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     /// Internal, not private, so that tests can look at and alter what it holds.
     let cache: Mutex<BlockCache>
 
-    init(fs: any LogFileSystem, fd: Int32, path: String, map: LogEntityMap, capacity: Int) {
+    init(fs: any StoreFileSystem, fd: Int32, path: String, map: LogEntityMap, capacity: Int) {
         self.fs = fs
         self.fd = fd
         self.path = path

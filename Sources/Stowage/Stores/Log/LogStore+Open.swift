@@ -6,7 +6,7 @@ extension LogStore {
         var table: SnapshotTable
         var writer: WriterState
         var map: LogEntityMap
-        var description: LogSchemaDescription
+        var description: StoredSchema
         var createdAt: Int64
         var report: RecoveryReport?
         /// A version 1 file whose schema has external-storage attributes, or a file whose
@@ -73,7 +73,7 @@ extension LogStore {
             LogFormat.readableVersions.contains(configuration.newFileFormatVersion)
             ? configuration.newFileFormatVersion : LogFormat.version
         let description =
-            version == 1 ? LogSchemaDescription(schema).withoutExternalFlags : LogSchemaDescription(schema)
+            version == 1 ? StoredSchema(schema).withoutExternalFlags : StoredSchema(schema)
         let createdAt = configuration.clock?() ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let header = LogFormat.FileHeader(
             salt: newSalt(configuration, generation: 0), generation: 0, version: version)
@@ -123,7 +123,7 @@ extension LogStore {
 
     /// The file header followed by the header record.
     package static func headerBytes(
-        _ header: LogFormat.FileHeader, storeIdentifier: String, createdAt: Int64, schema: LogSchemaDescription
+        _ header: LogFormat.FileHeader, storeIdentifier: String, createdAt: Int64, schema: StoredSchema
     ) -> [UInt8] {
         var bytes = LogFormat.encodeFileHeader(header)
         let payload = LogCodec.encodeHeader(storeIdentifier: storeIdentifier, createdAt: createdAt, schema: schema)
@@ -151,20 +151,20 @@ extension LogStore {
         let stored = preamble.schema
         var offset = preamble.commitsStart
         // A version 1 file records no external-storage flags.
-        let live = LogSchemaDescription(schema)
+        let live = StoredSchema(schema)
         let compared = header.version == 1 ? live.withoutExternalFlags : live
         // Indexes (`#Index`) or uniqueness constraints added, removed or changed and nothing
         // else: the records are read as they are and the indexes built from them, not from
         // a checkpoint, which holds the old ones (`Formats/log.md`, "Opening and recovery").
-        // Other changes that need no migration plan (`LogSchemaConversion`) convert every
+        // Other changes that need no migration plan (`SchemaConversion`) convert every
         // record as it is read, and the file is rewritten in the schema's layout.
         var indexesChanged = false
         var addedUniqueness: [String: [[String]]] = [:]
-        var conversion: LogSchemaConversion?
+        var conversion: SchemaConversion?
         if let difference = stored.difference(from: compared) {
             if !stored.differsOnlyInIndexes(from: compared) {
                 do {
-                    conversion = try LogSchemaConversion.make(from: stored, to: compared, schema: schema)
+                    conversion = try SchemaConversion.make(from: stored, to: compared, schema: schema)
                 } catch {
                     throw DataStoreError(
                         .schemaMismatch,
@@ -388,7 +388,7 @@ extension LogStore {
                 // Records held by location are converted as they are read: to build the
                 // indexes, by the store's reads, and by the rewrite below.
                 table = replay.table(
-                    schema: schema, storeIdentifier: identifier, source: LogConvertingSource(reader, conversion))
+                    schema: schema, storeIdentifier: identifier, source: ConvertingSnapshotSource(reader, conversion))
             } else {
                 // Versions 1 to 3 hold every record in memory: convert them there.
                 var converted: [String: [Int64: DefaultSnapshot]] = [:]
@@ -470,7 +470,7 @@ extension LogStore {
 
     /// Decodes every commit in `[start, end)`, a prefix already checked record by record.
     private static func replayAll(
-        _ fs: any LogFileSystem, _ fd: Int32, from start: Int64, to end: Int64, salt: UInt64, size: Int64,
+        _ fs: any StoreFileSystem, _ fd: Int32, from start: Int64, to end: Int64, salt: UInt64, size: Int64,
         map: LogEntityMap, path: String
     ) throws -> LogReplay {
         var replay = LogReplay(located: map.formatVersion >= 4)
@@ -547,7 +547,7 @@ extension LogStore {
 
     /// The start of every record in a log file, then its end: for tests and tools.
     @_spi(Testing) public static func recordOffsets(ofFileAt url: URL) throws -> [Int64] {
-        let fs = POSIXLogFileSystem()
+        let fs = POSIXStoreFileSystem()
         guard let fd = try fs.open(url.path, mode: .existing) else {
             throw DataStoreError(.ioFailure, "no file at \(url.path)")
         }

@@ -44,11 +44,11 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
     /// Whether opening loaded the indexes from a checkpoint instead of building them.
     @_spi(Testing) public let openedFromCheckpoint: Bool
 
-    let fs: any LogFileSystem
+    let fs: any StoreFileSystem
     let path: String
     let directory: String
     let map: LogEntityMap
-    let storedSchema: LogSchemaDescription
+    let storedSchema: StoredSchema
     let table: Mutex<SnapshotTable>
     let writer: LogWriter
     /// `<file>.blobs/`: the external values.
@@ -720,7 +720,7 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     }
 
     /// The file operations; tests put a fault-injecting one here.
-    @_spi(Testing) public var fileSystem: any LogFileSystem = POSIXLogFileSystem()
+    @_spi(Testing) public var fileSystem: any StoreFileSystem = POSIXStoreFileSystem()
     /// The most memory, as estimated, that a store of format version 4 or 5 gives to the blocks
     /// it keeps in memory (`Formats/log.md`, "Reading records"): a block read from the file
     /// counts its bytes as kept (version 4: uncompressed; version 5: each write as stored,

@@ -197,7 +197,7 @@ struct LogSchemaConversionTests {
         defer { directory.remove() }
         let url = directory.storeURL
         let payloads = (0..<20).map { LogExternalStorageTests.payload(UInt8($0), count: 5_000) }
-        func open(_ type: any PersistentModel.Type, fileSystem: (any LogFileSystem)? = nil) throws -> (
+        func open(_ type: any PersistentModel.Type, fileSystem: (any StoreFileSystem)? = nil) throws -> (
             ModelContainer, LogStore
         ) {
             try T.open(url, type, fileSystem: fileSystem)

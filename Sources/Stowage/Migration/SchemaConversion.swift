@@ -12,7 +12,7 @@ import Foundation
 /// uniqueness constraints (an added constraint is checked against the records). Anything
 /// else, including an entity the store has and the schema lacks (its records would be
 /// lost), needs a migration and is refused.
-struct LogSchemaConversion: Sendable {
+struct SchemaConversion: Sendable {
     /// Where one value of a converted record comes from.
     enum Source: Sendable {
         /// The stored record's value at this position.
@@ -27,15 +27,15 @@ struct LogSchemaConversion: Sendable {
 
     /// The conversion from `stored` to `live` (the container's `schema`, described), or
     /// why there is none.
-    static func make(from stored: LogSchemaDescription, to live: LogSchemaDescription, schema: Schema)
-        throws(Refusal) -> LogSchemaConversion
+    static func make(from stored: StoredSchema, to live: StoredSchema, schema: Schema)
+        throws(Refusal) -> SchemaConversion
     {
         guard stored.version == live.version else {
             throw Refusal(
                 "the schema version changed, and Stowage migrates automatically only within one version")
         }
         let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
-        var conversion = LogSchemaConversion()
+        var conversion = SchemaConversion()
         for old in stored.entities {
             guard let new = wanted[old.name], let entity = schema.entitiesByName[old.name] else {
                 throw Refusal("the store has \(old.name) records, which the schema lacks; they would be lost")
@@ -108,11 +108,11 @@ struct LogSchemaConversion: Sendable {
 /// source of the table a converting open builds (`Formats/log.md`, versions 4 and 5), so
 /// that building its indexes and the rewrite read one record at a time instead of holding
 /// every converted record in memory.
-final class LogConvertingSource: SnapshotSource {
+final class ConvertingSnapshotSource: SnapshotSource {
     let base: LogRecordReader
-    let conversion: LogSchemaConversion
+    let conversion: SchemaConversion
 
-    init(_ base: LogRecordReader, _ conversion: LogSchemaConversion) {
+    init(_ base: LogRecordReader, _ conversion: SchemaConversion) {
         self.base = base
         self.conversion = conversion
     }

@@ -13,8 +13,8 @@ private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> In
 private func posixRename(_ from: String, _ to: String) -> Int32 { rename(from, to) }
 private func posixClose(_ fd: Int32) -> Int32 { close(fd) }
 
-/// How ``LogFileSystem/open(_:mode:)`` opens a file.
-public enum LogOpenMode: Sendable {
+/// How ``StoreFileSystem/open(_:mode:)`` opens a file.
+public enum StoreFileOpenMode: Sendable {
     /// An existing file; `nil` when there is none.
     case existing
     /// A new file, created with mode 0600; fails if one exists.
@@ -25,18 +25,19 @@ public enum LogOpenMode: Sendable {
     case readOnly
 }
 
-/// The file operations the log store makes, so that tests can make any of them fail.
+/// The file operations the disk stores make (the log and JSON stores, and the `stowage`
+/// tool through them), so that tests can make any of them fail.
 ///
-/// Every failure is a ``DataStoreError`` with code `.ioFailure`. ``POSIXLogFileSystem`` is
+/// Every failure is a ``DataStoreError`` with code `.ioFailure`. ``POSIXStoreFileSystem`` is
 /// the real one; the tests' fault-injecting one wraps it.
-public protocol LogFileSystem: Sendable {
+public protocol StoreFileSystem: Sendable {
     /// Opens a file for reading and writing, or for reading only with `.readOnly`
     /// (close-on-exec).
-    func open(_ path: String, mode: LogOpenMode) throws -> Int32?
+    func open(_ path: String, mode: StoreFileOpenMode) throws -> Int32?
     /// The file's size in bytes.
     func size(_ fd: Int32) throws -> Int64
     /// The size in bytes of the file at `path`, or `nil` when there is none. The default
-    /// opens, measures and closes it; ``POSIXLogFileSystem`` makes one `stat` call.
+    /// opens, measures and closes it; ``POSIXStoreFileSystem`` makes one `stat` call.
     func size(ofFileAt path: String) throws -> Int64?
     /// Up to `count` bytes at `offset` (fewer only at the end of the file).
     func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8]
@@ -61,7 +62,7 @@ public protocol LogFileSystem: Sendable {
 }
 
 /// The log store's file operations, straight to POSIX.
-public struct POSIXLogFileSystem: LogFileSystem {
+public struct POSIXStoreFileSystem: StoreFileSystem {
     public init() {}
 
     package static func failure(_ operation: String, _ path: String?, _ code: Int32 = errno) -> DataStoreError {
@@ -70,7 +71,7 @@ public struct POSIXLogFileSystem: LogFileSystem {
             .ioFailure, "\(operation)\(path.map { " \($0)" } ?? "") failed: \(reason) (errno \(code))")
     }
 
-    public func open(_ path: String, mode: LogOpenMode) throws -> Int32? {
+    public func open(_ path: String, mode: StoreFileOpenMode) throws -> Int32? {
         var flags = O_RDWR | O_CLOEXEC
         switch mode {
         case .existing: break
@@ -184,7 +185,7 @@ public struct POSIXLogFileSystem: LogFileSystem {
     }
 }
 
-extension LogFileSystem {
+extension StoreFileSystem {
     public func size(ofFileAt path: String) throws -> Int64? {
         guard let fd = try open(path, mode: .readOnly) else { return nil }
         defer { close(fd) }
@@ -194,7 +195,7 @@ extension LogFileSystem {
     /// A second descriptor for the open file `fd` (`dup`), which the caller closes.
     public func duplicate(_ fd: Int32) throws -> Int32 {
         let copy = dup(fd)
-        guard copy >= 0 else { throw POSIXLogFileSystem.failure("dup", nil) }
+        guard copy >= 0 else { throw POSIXStoreFileSystem.failure("dup", nil) }
         return copy
     }
 
