@@ -131,7 +131,8 @@ enum LogFileScanner {
         let identifier = store.storeIdentifier ?? ""
         store.schema = schema
         let map = LogEntityMap(
-            storeIdentifier: identifier, description: description, formatVersion: UInt16(clamping: formatVersion))
+            storeIdentifier: identifier, description: description,
+            formatVersion: LogFormatVersion(rawValue: UInt16(clamping: formatVersion)))
         log.dataStart = offset
         log.regions = [ToolRegion(offset: 0, length: offset, kind: .header)]
 
@@ -177,7 +178,8 @@ enum LogFileScanner {
                     let checkpoint: LogCheckpoint
                     do {
                         checkpoint = try LogCheckpoint.decode(
-                            payload, schema: description, formatVersion: UInt16(clamping: formatVersion),
+                            payload, schema: description,
+                            formatVersion: LogFormatVersion(rawValue: UInt16(clamping: formatVersion)),
                             fileSize: size)
                     } catch {
                         store.damage = ToolProblem(
@@ -361,7 +363,7 @@ enum LogFileScanner {
     /// many, how many hold LZ4 bytes (version 4: the block is compressed; version 5: at
     /// least one of its writes is), and their stored and uncompressed bytes.
     private static func blockSizes(
-        _ locations: [RecordLocation], payload: [UInt8], recordOffset: Int64, version: UInt16
+        _ locations: [RecordLocation], payload: [UInt8], recordOffset: Int64, version: LogFormatVersion
     ) -> (count: Int, compressed: Int, stored: Int64, uncompressed: Int64) {
         var result = (count: 0, compressed: 0, stored: Int64(0), uncompressed: Int64(0))
         var previous: Int64 = -1

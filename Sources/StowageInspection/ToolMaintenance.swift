@@ -149,8 +149,9 @@ package enum ToolMaintenance {
         // value's bytes, say) in a way its cheap agreement check at open does not see.
         let header = LogFormat.FileHeader(
             salt: salt, generation: generation,
-            version: LogFormat.readableVersions.contains(UInt16(clamping: store.formatVersion))
-                ? UInt16(clamping: store.formatVersion) : LogFormat.version)
+            version: LogFormat.readableVersions.contains(
+                LogFormatVersion(rawValue: UInt16(clamping: store.formatVersion)))
+                ? LogFormatVersion(rawValue: UInt16(clamping: store.formatVersion)) : LogFormat.version)
         let temporary = path + ".compact"
         let total = store.recordCount
         var end: Int64 = 0

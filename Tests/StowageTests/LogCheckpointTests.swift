@@ -90,7 +90,7 @@ struct LogCheckpointTests {
         // Closing appended one checkpoint record after the last commit.
         let offsets = try LogStore.recordOffsets(ofFileAt: directory.storeURL)
         #expect(offsets.last.map { $0 > length } == true)
-        #expect(try Data(contentsOf: directory.storeURL)[8] == LogFormat.version)
+        #expect(try Data(contentsOf: directory.storeURL)[8] == LogFormat.version.rawValue)
 
         let reopenedOpened = try Self.open(directory.storeURL)
         let reopened = reopenedOpened.store
@@ -327,7 +327,7 @@ struct LogCheckpointTests {
         #expect(!again.openedFromCheckpoint)
         try again.compact()
         again.close()
-        #expect(try Data(contentsOf: directory.storeURL)[8] == LogFormat.version)
+        #expect(try Data(contentsOf: directory.storeURL)[8] == LogFormat.version.rawValue)
         #expect(try Self.open(directory.storeURL).store.openedFromCheckpoint)
     }
 
@@ -498,7 +498,7 @@ struct LogCheckpointTests {
         let opened = try Self.open(directory.storeURL)
         try Self.fill(opened, people: 70, chores: 90)
         let store = opened.store
-        for version: UInt16 in [3, 4] {
+        for version: LogFormatVersion in [3, 4] {
             let map = store.map.with(formatVersion: version)
             try store.withTable { table in
                 let checkpoint = try LogCheckpoint(table, transactionID: 9, map: map, versions: 321)

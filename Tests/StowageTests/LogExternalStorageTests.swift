@@ -178,7 +178,7 @@ struct LogExternalStorageTests {
         let url = directory.storeURL
         let photos = (0..<3).map { Photo(title: "P\($0)", bytes: Self.payload(UInt8(20 + $0))) }
         do {
-            var configuration = Self.configuration(url, version: LogFormat.version)
+            var configuration = Self.configuration(url, version: LogFormat.version.rawValue)
             configuration.checkpoints = nil
             let container = try ModelContainer(for: Self.schema, configurations: [configuration])
             let context = ModelContext(container)
@@ -190,7 +190,7 @@ struct LogExternalStorageTests {
         }
         #expect(Self.blobs(url).count == 3)
         let fileSystem = BlobReadCountingFileSystem()
-        let container = try Self.container(url, fileSystem: fileSystem, version: LogFormat.version)
+        let container = try Self.container(url, fileSystem: fileSystem, version: LogFormat.version.rawValue)
         #expect(try Self.store(container).openedFromCheckpoint == fromCheckpoint)
         #expect(fileSystem.blobBytesRead == 0)
         let context = ModelContext(container)
@@ -209,7 +209,7 @@ struct LogExternalStorageTests {
         let url = directory.storeURL
         try Self.write(
             [Photo(title: "Damaged", bytes: Self.payload(30)), Photo(title: "Whole", bytes: Self.payload(31))],
-            to: url, version: LogFormat.version)
+            to: url, version: LogFormat.version.rawValue)
         let before = Self.blobs(url)
         let log = try Data(contentsOf: url)
         // The damaged photo's file is the one holding its bytes.
@@ -218,7 +218,7 @@ struct LogExternalStorageTests {
                 (try? Data(contentsOf: URL(fileURLWithPath: url.path + ".blobs/" + $0))) == Self.payload(30)
             })
         try Self.damage(URL(fileURLWithPath: url.path + ".blobs/" + name), "flipped")
-        let context = ModelContext(try Self.container(url, version: LogFormat.version))
+        let context = ModelContext(try Self.container(url, version: LogFormat.version.rawValue))
         #expect {
             _ = try context.fetch(FetchDescriptor<Photo>(predicate: #Predicate { $0.title == "Damaged" }))
         } throws: { error in
@@ -272,7 +272,7 @@ struct LogExternalStorageTests {
         #expect(Self.contains(old, Self.payload(10)))  // version 1 keeps the bytes inline
         let container = try Self.container(url)
         let new = try Data(contentsOf: url)
-        #expect(new[8] == LogFormat.version)
+        #expect(new[8] == LogFormat.version.rawValue)
         #expect(!Self.contains(new, Self.payload(10)))
         #expect(Self.blobs(url).count == 1)
         let context = ModelContext(container)

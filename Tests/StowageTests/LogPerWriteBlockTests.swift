@@ -23,14 +23,16 @@ struct LogPerWriteBlockTests {
 
     static func block(_ contents: [UInt8], _ starts: [Int32], version: UInt16 = 5) -> [UInt8] {
         var w = LogByteWriter()
-        LogBlocks.append(contents, starts: starts, version: version, stream: LZ4Block.Stream(), to: &w)
+        LogBlocks.append(
+            contents, starts: starts, version: LogFormatVersion(rawValue: version), stream: LZ4Block.Stream(), to: &w)
         return w.bytes
     }
 
     /// Parses `bytes` as one block: its header, table and contents.
     static func parse(_ bytes: [UInt8], version: UInt16 = 5) throws -> (LogBlocks.Header, [UInt8]) {
         let header = try LogBlocks.header(
-            bytes[0..<LogBlocks.headerSize], available: bytes.count - LogBlocks.headerSize, version: version)
+            bytes[0..<LogBlocks.headerSize], available: bytes.count - LogBlocks.headerSize,
+            version: LogFormatVersion(rawValue: version))
         let contents = try LogBlocks.contents(
             header, headerBytes: bytes[0..<LogBlocks.headerSize],
             stored: bytes[LogBlocks.headerSize..<LogBlocks.headerSize + header.storedLength])
@@ -232,7 +234,7 @@ struct LogPerWriteBlockTests {
         let start = Int(offset)
         return try LogBlocks.header(
             bytes[start..<start + LogBlocks.headerSize], available: bytes.count - start - LogBlocks.headerSize,
-            version: version)
+            version: LogFormatVersion(rawValue: version))
     }
 
     static func location(of email: String, in store: LogStore) throws -> RecordLocation {

@@ -314,7 +314,7 @@ struct LogSchemaConversionTests {
             #expect(trips.allSatisfy { $0.rating == 3 })
             #expect(try context.fetch(FetchDescriptor<SamplesGrown.LogSampleItem>()).allSatisfy { $0.packed == nil })
         }
-        #expect(try Data(contentsOf: url)[8] == LogFormat.version, "not rewritten in the current version")
+        #expect(try Data(contentsOf: url)[8] == LogFormat.version.rawValue, "not rewritten in the current version")
     }
 
     /// An attribute moved out of external storage and back: the values go inline, then to

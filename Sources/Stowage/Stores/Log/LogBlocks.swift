@@ -51,11 +51,12 @@ package enum LogBlocks {
     /// the write at position `i` starting at `starts[i]`: in version 5 each write on its own
     /// (compressed with `stream`), before that as one block.
     package static func append(
-        _ contents: [UInt8], starts: [Int32], version: UInt16, stream: LZ4Block.Stream, to w: inout LogByteWriter
+        _ contents: [UInt8], starts: [Int32], version: LogFormatVersion, stream: LZ4Block.Stream,
+        to w: inout LogByteWriter
     ) {
         var stored: [UInt8]
         var flags: UInt8 = 0
-        if version >= 5 {
+        if version.compressesEachWrite {
             flags = 2
             var table = LogByteWriter(capacity: starts.count * 3)
             var body: [UInt8] = []
@@ -108,7 +109,7 @@ package enum LogBlocks {
 
     /// Checks a block header's fields (not its checksum) for a file of format `version`;
     /// `available` is the number of bytes after the header that the block may take.
-    package static func header(_ bytes: ArraySlice<UInt8>, available: Int, version: UInt16) throws -> Header {
+    package static func header(_ bytes: ArraySlice<UInt8>, available: Int, version: LogFormatVersion) throws -> Header {
         guard bytes.count >= headerSize else { throw LogDecodeError("a block header is cut short") }
         let base = bytes.startIndex
         func u32(_ at: Int) -> UInt32 {
@@ -119,7 +120,7 @@ package enum LogBlocks {
         let uncompressedLength = Int(u32(4))
         let writes = Int(bytes[base + 8]) | Int(bytes[base + 9]) << 8
         let flags = bytes[base + 10]
-        let flagsAllowed = version >= 5 ? flags == 2 : flags & ~1 == 0
+        let flagsAllowed = version.compressesEachWrite ? flags == 2 : flags & ~1 == 0
         guard flagsAllowed, bytes[base + 11] == 0 else {
             throw LogDecodeError("a block has unknown flags \(flags) for format version \(version)")
         }

@@ -51,7 +51,7 @@ package struct LogCheckpoint: Equatable {
     ) throws {
         self.transactionID = transactionID
         nextPrimaryKey = table.nextPrimaryKey
-        let directory = map.formatVersion >= 4
+        let directory = map.formatVersion.checkpointsLocateRecords
         self.versions = directory ? versions : nil
         entities = try Self.liveEntities(table, map: map, external: external).map { found in
             let rows = found.records.rows
@@ -107,7 +107,7 @@ package struct LogCheckpoint: Equatable {
         of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64,
         external: [LogExternalSlot: LogExternalReference], spill: LogCommitSpill? = nil
     ) throws -> PayloadWriter {
-        let directory = map.formatVersion >= 4
+        let directory = map.formatVersion.checkpointsLocateRecords
         let found = try liveEntities(table, map: map, external: external)
         var writer = PayloadWriter(
             transactionID: transactionID, nextPrimaryKey: table.nextPrimaryKey, versions: directory ? versions : nil,
@@ -135,7 +135,7 @@ package struct LogCheckpoint: Equatable {
     private static func liveEntities(
         _ table: SnapshotTable, map: LogEntityMap, external: [LogExternalSlot: LogExternalReference]
     ) throws -> [LiveEntity] {
-        let directory = map.formatVersion >= 4
+        let directory = map.formatVersion.checkpointsLocateRecords
         var found: [LiveEntity] = []
         for (entityIndex, name) in map.names.enumerated() {
             guard let records = table.entities[name], records.rows.count > 0 else { continue }
@@ -292,13 +292,13 @@ package struct LogCheckpoint: Equatable {
     /// record in every index, and (version 4) locations inside the file's commits, below
     /// `fileSize`.
     package static func decode(
-        _ payload: [UInt8], schema: StoredSchema, formatVersion: UInt16 = LogFormat.version,
+        _ payload: [UInt8], schema: StoredSchema, formatVersion: LogFormatVersion = LogFormat.version,
         fileSize: Int64 = Int64(LogFormat.maximumPayload) << 8
     ) throws -> LogCheckpoint {
         var r = LogByteReader(payload)
         let transactionID = try r.varint()
         let nextPrimaryKey = try r.zigzag()
-        let versions: Int64? = formatVersion >= 4 ? Int64(clamping: try r.varint()) : nil
+        let versions: Int64? = formatVersion.checkpointsLocateRecords ? Int64(clamping: try r.varint()) : nil
         let entityCount = try r.count(minimumSize: 3)
         var previousLocation: Int64 = 0
         var entities: [Entity] = []
@@ -443,7 +443,7 @@ package final class LogCheckpointPrefetch: @unchecked Sendable {
     /// version 3 only one that ends the file.
     package static func start(
         _ fs: any StoreFileSystem, _ fd: Int32, from start: Int64, fileSize: Int64, salt: UInt64,
-        schema: StoredSchema, formatVersion: UInt16
+        schema: StoredSchema, formatVersion: LogFormatVersion
     ) -> LogCheckpointPrefetch? {
         var offset = start
         var last: (offset: Int64, type: UInt8)?
@@ -463,7 +463,7 @@ package final class LogCheckpointPrefetch: @unchecked Sendable {
         }
         // Version 3 uses a checkpoint only when it ends the file; version 4 the last one.
         let found =
-            formatVersion >= 4
+            formatVersion.checkpointsLocateRecords
             ? lastCheckpoint
             : last.flatMap {
                 $0.type == LogFormat.RecordType.checkpoint.rawValue ? $0.offset : nil

@@ -14,9 +14,11 @@ package enum LogCodec {
         return w.bytes
     }
 
-    package static func decodeHeader(_ payload: [UInt8], formatVersion: UInt16 = LogFormat.version) throws -> (
-        storeIdentifier: String, createdAt: Int64, schema: StoredSchema
-    ) {
+    package static func decodeHeader(_ payload: [UInt8], formatVersion: LogFormatVersion = LogFormat.version) throws
+        -> (
+            storeIdentifier: String, createdAt: Int64, schema: StoredSchema
+        )
+    {
         var r = LogByteReader(payload)
         let identifier = try r.string()
         let createdAt = try r.zigzag()
@@ -36,7 +38,7 @@ package enum LogCodec {
         _ commit: LogCommit, map: LogEntityMap, external: ((Int, Int) -> LogExternalReference?)? = nil,
         keepContents: Int = 0, spill: LogCommitSpill? = nil, blockBytes: Int = LogBlocks.targetBytes
     ) throws -> LogEncodedCommit {
-        let headroom = map.formatVersion >= 4 ? LogFormat.frameSize : 0
+        let headroom = map.formatVersion.locatesRecords ? LogFormat.frameSize : 0
         // Room for a typical record (a few hundred bytes), so that a large commit's buffer is
         // not copied as it grows; pages never written are never resident.
         var w = LogByteWriter(capacity: headroom + 64 + commit.writes.count * 256)
@@ -55,7 +57,7 @@ package enum LogCodec {
             w.varint(try entityIndex(entity, map))
             w.zigzag(key)
         }
-        if map.formatVersion >= 4 {
+        if map.formatVersion.locatesRecords {
             var spilled = LogSpilled()
             let blocks = try encodeBlocks(
                 commit, into: &w, map: map, external: external, keepContents: keepContents, headroom: headroom,
@@ -93,7 +95,7 @@ package enum LogCodec {
             _ = try r.zigzag()
         }
         let writeCount = try r.count(minimumSize: 4)
-        guard map.formatVersion >= 4 else {
+        guard map.formatVersion.locatesRecords else {
             throw LogDecodeError("only a version 4 or 5 commit can be summarized without decoding its writes")
         }
         var writes = 0
@@ -161,7 +163,7 @@ package enum LogCodec {
                 }
             }
         }
-        if map.formatVersion >= 4 {
+        if map.formatVersion.locatesRecords {
             locations.reserveCapacity(writeCount)
             while !r.isAtEnd {
                 let start = r.position

@@ -12,7 +12,7 @@ package struct LogEncodedCommit {
     /// Version 4: each block as encoded (offsets counted from the record's start, frame
     /// room included).
     package var blocks: [LogEncodedBlock]
-    package var formatVersion: UInt16
+    package var formatVersion: LogFormatVersion
     /// What went to the file while encoding (``LogCommitSpill``); nothing unless asked.
     package var spilled = LogSpilled()
 
@@ -36,9 +36,9 @@ package struct LogEncodedCommit {
     /// The framed record, as ``record(salt:offset:)``, framed in the payload's own buffer,
     /// which this value gives up (its blocks stay, for their locations).
     package mutating func takeRecord(salt: UInt64, offset: Int64) -> [UInt8] {
-        guard formatVersion >= 4, headroom == LogFormat.frameSize else {
+        guard formatVersion.locatesRecords, headroom == LogFormat.frameSize else {
             return LogFormat.frame(
-                type: .commit, payload: payload, salt: salt, offset: offset, compress: formatVersion < 4)
+                type: .commit, payload: payload, salt: salt, offset: offset, compress: !formatVersion.locatesRecords)
         }
         var record: [UInt8] = []
         swap(&record, &bytes)

@@ -9,12 +9,12 @@ package struct LogEntityMap: Sendable {
     /// For each entity index, the positions of its external-storage properties (version 2).
     package let external: [[Int]]
     /// The file's format version: external references (tag 0x11) only in version 2.
-    package let formatVersion: UInt16
+    package let formatVersion: LogFormatVersion
     /// For each entity index, the scope of its permanent identifiers in this store.
     let scopes: [IdentifierScope]
 
     /// The same map for a file of another format version (after a rewrite).
-    package func with(formatVersion version: UInt16) -> LogEntityMap {
+    package func with(formatVersion version: LogFormatVersion) -> LogEntityMap {
         version == formatVersion
             ? self
             : LogEntityMap(
@@ -24,7 +24,7 @@ package struct LogEntityMap: Sendable {
 
     private init(
         storeIdentifier: String, names: [String], propertyCounts: [Int], indexByName: [String: Int],
-        external: [[Int]], formatVersion: UInt16
+        external: [[Int]], formatVersion: LogFormatVersion
     ) {
         self.storeIdentifier = storeIdentifier
         self.names = names
@@ -39,10 +39,13 @@ package struct LogEntityMap: Sendable {
         names.map { .interned(entityName: $0, storeIdentifier: storeIdentifier, isTemporary: false) }
     }
 
-    package init(storeIdentifier: String, description: StoredSchema, formatVersion: UInt16 = LogFormat.version) {
+    package init(
+        storeIdentifier: String, description: StoredSchema, formatVersion: LogFormatVersion = LogFormat.version
+    ) {
         self.formatVersion = formatVersion
         external = description.entities.map { entity in
-            formatVersion >= 2 ? entity.properties.indices.filter { entity.properties[$0].isExternal } : []
+            formatVersion.hasExternalStorage
+                ? entity.properties.indices.filter { entity.properties[$0].isExternal } : []
         }
         names = description.entities.map(\.name)
         scopes = Self.scopes(names, storeIdentifier)

@@ -2,9 +2,9 @@
 package enum LogFormat {
     package static let magic: [UInt8] = Array("STOWLOG".utf8) + [0]
     /// The version this Stowage writes when it creates or rewrites a file.
-    package static let version: UInt16 = 5
+    package static let version: LogFormatVersion = .current
     /// The versions it reads (and appends to).
-    package static let readableVersions: ClosedRange<UInt16> = 1...5
+    package static let readableVersions: ClosedRange<LogFormatVersion> = LogFormatVersion.readable
     package static let fileHeaderSize = 32
     package static let frameSize = 16
     package static let maximumPayload = 0x7E00_0000
@@ -20,9 +20,9 @@ package enum LogFormat {
     package struct FileHeader: Equatable {
         package var salt: UInt64
         package var generation: UInt64
-        package var version: UInt16 = LogFormat.version
+        package var version: LogFormatVersion = LogFormat.version
 
-        package init(salt: UInt64, generation: UInt64, version: UInt16 = LogFormat.version) {
+        package init(salt: UInt64, generation: UInt64, version: LogFormatVersion = LogFormat.version) {
             self.salt = salt
             self.generation = generation
             self.version = version
@@ -32,7 +32,7 @@ package enum LogFormat {
     package static func encodeFileHeader(_ header: FileHeader) -> [UInt8] {
         var w = LogByteWriter(capacity: fileHeaderSize)
         w.bytes.append(contentsOf: magic)
-        w.u16(header.version)
+        w.u16(header.version.rawValue)
         w.u16(0)
         w.u64(header.salt)
         w.u64(header.generation)
@@ -84,7 +84,7 @@ package enum LogFormat {
                 .damaged("the file header is cut short: the file has \(fileSize) bytes, the header needs 32"))
         }
         var r = LogByteReader(bytes, position: 8)
-        let version = UInt16(bytes[8]) | UInt16(bytes[9]) << 8
+        let version = LogFormatVersion(rawValue: UInt16(bytes[8]) | UInt16(bytes[9]) << 8)
         let flags = UInt16(bytes[10]) | UInt16(bytes[11]) << 8
         guard readableVersions.contains(version) else {
             return .failure(

@@ -262,7 +262,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     /// `bytes` end before it does. A version 4 block is decompressed whole, and where each
     /// write starts found; a version 5 block is kept as stored after its table, each write
     /// left to decompress (if it is compressed) when it is read.
-    private static func parseBlock(_ bytes: ArraySlice<UInt8>, version: UInt16) throws
+    private static func parseBlock(_ bytes: ArraySlice<UInt8>, version: LogFormatVersion) throws
         -> (block: CachedBlock, length: Int)?
     {
         let start = bytes.startIndex

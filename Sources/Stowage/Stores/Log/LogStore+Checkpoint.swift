@@ -15,7 +15,7 @@ extension LogStore {
     public func checkpoint() throws {
         try writer.withLockWhenNotSyncing { w in
             try checkWritable(w)
-            guard w.formatVersion >= 3 else {
+            guard w.formatVersion.hasCheckpoints else {
                 throw DataStoreError(
                     .unsupportedFeature,
                     "\(path) is log format version \(w.formatVersion), which has no checkpoints; compact() "
@@ -78,7 +78,7 @@ extension LogStore {
     /// On close: a checkpoint when enough commits came after the last one. A failure is
     /// dropped (the next open builds the indexes from the records instead).
     func checkpointOnClose(_ w: inout WriterState) {
-        guard let policy = configuration.checkpoints, w.formatVersion >= 3, w.unusable == nil,
+        guard let policy = configuration.checkpoints, w.formatVersion.hasCheckpoints, w.unusable == nil,
             w.pending.isEmpty, w.end > w.lastCheckpointEnd,
             w.end - w.lastCheckpointEnd >= policy.minimumCommitBytes
         else { return }

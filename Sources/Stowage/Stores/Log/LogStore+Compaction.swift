@@ -134,7 +134,7 @@ extension LogStore {
                     blockBytes: configuration.blockBytes)
                 let record = encoded.takeRecord(salt: header.salt, offset: end)
                 try fs.write(fd, record, at: end)
-                if header.version >= 4 {
+                if header.version.locatesRecords {
                     for (write, location) in zip(writes, encoded.locations(recordOffset: end)) {
                         newRows[write.entity, default: []].append((write.key, .location(location)))
                     }
@@ -155,7 +155,7 @@ extension LogStore {
             }
             // An empty store that has handed out keys still records its next key.
             try flush(force: source.count == 0 && source.nextPrimaryKey > 1)
-            if header.version >= 4 {
+            if header.version.locatesRecords {
                 newReader = LogRecordReader(
                     fs: fs, fd: try fs.duplicate(fd), path: path, map: newMap, capacity: configuration.cacheCapacity)
                 rebuilt.replaceRows(newRows, source: newReader)

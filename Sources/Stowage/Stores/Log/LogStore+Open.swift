@@ -69,11 +69,10 @@ extension LogStore {
     ) throws -> Opened {
         let fs = configuration.fileSystem
         let identifier = configuration.fixedStoreIdentifier ?? "log-" + UUID().uuidString
-        let version =
-            LogFormat.readableVersions.contains(configuration.newFileFormatVersion)
-            ? configuration.newFileFormatVersion : LogFormat.version
+        let requested = LogFormatVersion(rawValue: configuration.newFileFormatVersion)
+        let version = LogFormat.readableVersions.contains(requested) ? requested : LogFormat.version
         let description =
-            version == 1 ? StoredSchema(schema).withoutExternalFlags : StoredSchema(schema)
+            version.hasExternalStorage ? StoredSchema(schema) : StoredSchema(schema).withoutExternalFlags
         let createdAt = configuration.clock?() ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let header = LogFormat.FileHeader(
             salt: newSalt(configuration, generation: 0), generation: 0, version: version)
@@ -106,7 +105,7 @@ extension LogStore {
         writer.formatVersion = version
         writer.lastCheckpointEnd = Int64(bytes.count)
         var table = SnapshotTable(schema: schema, storeIdentifier: identifier)
-        if version >= 4 {
+        if version.locatesRecords {
             do {
                 table.source = LogRecordReader(
                     fs: fs, fd: try fs.duplicate(fd), path: path, map: map, capacity: configuration.cacheCapacity)
@@ -152,7 +151,7 @@ extension LogStore {
         var offset = preamble.commitsStart
         // A version 1 file records no external-storage flags.
         let live = StoredSchema(schema)
-        let compared = header.version == 1 ? live.withoutExternalFlags : live
+        let compared = header.version.hasExternalStorage ? live : live.withoutExternalFlags
         // Indexes (`#Index`) or uniqueness constraints added, removed or changed and nothing
         // else: the records are read as they are and the indexes built from them, not from
         // a checkpoint, which holds the old ones (`Formats/log.md`, "Opening and recovery").
@@ -180,7 +179,7 @@ extension LogStore {
         let readMap = LogEntityMap(storeIdentifier: identifier, description: stored, formatVersion: header.version)
         let map = readMap
         let commitsStart = offset
-        var replay = LogReplay(located: header.version >= 4)
+        var replay = LogReplay(located: header.version.locatesRecords)
         var lastTransaction: UInt64 = 0
         var commits = 0
         var damage: String?
@@ -191,7 +190,7 @@ extension LogStore {
         var checkpointBytes: Int64 = 0
         var lastCheckpointBytes: Int64 = 0
         let prefetch =
-            header.version >= 3 && !indexesChanged
+            header.version.hasCheckpoints && !indexesChanged
             ? LogCheckpointPrefetch.start(
                 fs, fd, from: commitsStart, fileSize: size, salt: header.salt, schema: stored,
                 formatVersion: header.version) : nil
@@ -200,7 +199,7 @@ extension LogStore {
         // Version 4 (`Formats/log.md`, "Reading, version 4"): the commits before the last
         // checkpoint are summarized, not decoded, and those after it kept to apply to the
         // table the checkpoint gives.
-        let summarizeBefore = header.version >= 4 ? prefetch?.offset : nil
+        let summarizeBefore = header.version.checkpointsLocateRecords ? prefetch?.offset : nil
         var summary = (transaction: UInt64(0), nextKey: Int64(1), versions: Int64(0), commits: 0)
         var tail: [LogCommit] = []
         scan: while true {
@@ -222,7 +221,7 @@ extension LogStore {
                 damage = reason
                 break scan
             case .record(.commit, let payload, let next):
-                if header.version >= 4, Int64(payload.count) != next - offset - Int64(LogFormat.frameSize) {
+                if header.version.locatesRecords, Int64(payload.count) != next - offset - Int64(LogFormat.frameSize) {
                     damage = "the version 4 commit at offset \(offset) is compressed as a whole"
                     break scan
                 }
@@ -245,7 +244,7 @@ extension LogStore {
                     damage = "the commit at offset \(offset) does not decode: \(error)"
                     break scan
                 }
-            case .record(.checkpoint, let payload, let next) where header.version >= 3:
+            case .record(.checkpoint, let payload, let next) where header.version.hasCheckpoints:
                 do {
                     checkpoint = try LogCheckpoint.decode(
                         payload, schema: stored, formatVersion: header.version, fileSize: size)
@@ -261,7 +260,7 @@ extension LogStore {
             case .record(let type, _, _):
                 damage =
                     "a record of type \(type) at offset \(offset), where only commits"
-                    + (header.version >= 3 ? " and checkpoints" : "") + " may follow the header"
+                    + (header.version.hasCheckpoints ? " and checkpoints" : "") + " may follow the header"
                 break scan
             }
         }
@@ -284,7 +283,7 @@ extension LogStore {
         }
         // Version 4 records are read back through a reader of their own descriptor.
         var reader: LogRecordReader?
-        if header.version >= 4 {
+        if header.version.locatesRecords {
             reader = LogRecordReader(
                 fs: fs, fd: try fs.duplicate(fd), path: path, map: readMap, capacity: configuration.cacheCapacity)
         }
@@ -377,7 +376,7 @@ extension LogStore {
         writer.external = external
         // A read-only store reads a version 1 file as it is (its values are all inline), and
         // a file whose header lists other indexes without rewriting it.
-        let externalUpgrade = header.version == 1 && live.hasExternalValues && configuration.allowsSave
+        let externalUpgrade = !header.version.hasExternalStorage && live.hasExternalValues && configuration.allowsSave
         let needsUpgrade = externalUpgrade || (indexesChanged && configuration.allowsSave)
         var description = indexesChanged ? stored.withIndexes(of: live) : stored
         if externalUpgrade { description = description.withExternalFlags(of: live) }
@@ -473,7 +472,7 @@ extension LogStore {
         _ fs: any StoreFileSystem, _ fd: Int32, from start: Int64, to end: Int64, salt: UInt64, size: Int64,
         map: LogEntityMap, path: String
     ) throws -> LogReplay {
-        var replay = LogReplay(located: map.formatVersion >= 4)
+        var replay = LogReplay(located: map.formatVersion.locatesRecords)
         var offset = start
         while offset < end {
             guard

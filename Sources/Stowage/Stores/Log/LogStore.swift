@@ -83,7 +83,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         /// Why the last automatic compaction failed, if it did.
         var lastAutomaticCompactionFailure: String?
         /// The file's format version: checkpoints are written to version 3 files only.
-        var formatVersion: UInt16 = LogFormat.version
+        var formatVersion: LogFormatVersion = LogFormat.version
         /// The bytes of every checkpoint record in the file, and of the last one.
         var checkpointBytes: Int64 = 0
         var lastCheckpointBytes: Int64 = 0
@@ -290,7 +290,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         try checkWritable(w)
         var prepared = try table.withLock { try prepare($0) }
         if SnapshotTable.isEmpty(prepared) { return (prepared, nil, false) }
-        let located = w.formatVersion >= 4
+        let located = w.formatVersion.locatesRecords
         // Applying never reads: what the save replaces is read now, while it may fail.
         if located { try table.withLock { try $0.loadReplaced(&prepared) } }
         let commit = SnapshotTable.commit(
@@ -762,7 +762,7 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     @_spi(Testing) public var fixedSalt: UInt64?
     /// The format version of a new file: 1 writes the version 1 samples and the files the
     /// upgrade tests start from. Rewrites always write the current version.
-    @_spi(Testing) public var newFileFormatVersion: UInt16 = LogFormat.version
+    @_spi(Testing) public var newFileFormatVersion: UInt16 = LogFormat.version.rawValue
     /// A fixed store identifier for a new file (the sample files).
     @_spi(Testing) public var fixedStoreIdentifier: String?
     /// The clock for commit timestamps, in milliseconds since 1970 (the sample files).

@@ -28,10 +28,10 @@ extension StoredSchema {
 
     /// Reads a description in the header record's layout; a version 1 file has no
     /// external-storage flag.
-    package static func decode(from r: inout LogByteReader, formatVersion: UInt16 = LogFormat.version) throws
+    package static func decode(from r: inout LogByteReader, formatVersion: LogFormatVersion = LogFormat.version) throws
         -> StoredSchema
     {
-        let allowedFlags: UInt8 = formatVersion >= 2 ? 15 : 7
+        let allowedFlags: UInt8 = formatVersion.hasExternalStorage ? 15 : 7
         let version = [try r.varint(), try r.varint(), try r.varint()]
         let entityCount = try r.count()
         var entities: [Entity] = []
