@@ -1,4 +1,7 @@
-/// The table of commands, and the overview (`stowage --help`) made from it.
+import Stowage
+
+/// The table of commands, and the texts made from it: the overview (`stowage --help`) and
+/// the version line (`stowage --version`).
 enum Commands {
     /// Every command, in the order the overview lists them. The parser, the help and the
     /// dispatch all read this one list, so a command added here is complete everywhere.
@@ -13,6 +16,20 @@ enum Commands {
 
     static func named(_ name: String) -> (any StowageCommand.Type)? {
         all.first { $0.spec.name == name }
+    }
+
+    /// The tool's own version; the formats it reads follow it in `version`.
+    static let toolVersion = 1
+
+    /// The `--version` line. The formats come from the library's constants, so that the
+    /// line stays true when the library learns to read a new version.
+    static var version: String {
+        let log = LogFormat.readableVersions
+        let logVersions =
+            log.lowerBound == log.upperBound
+            ? "version \(log.lowerBound)" : "versions \(log.lowerBound) to \(log.upperBound)"
+        return "stowage \(toolVersion) (reads log format \(logVersions), "
+            + "\(JSONDocument.formatName) version \(JSONDocument.formatVersion))"
     }
 
     /// The `stowage --help` text; its COMMANDS list is each command's abstract.

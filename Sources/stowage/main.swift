@@ -21,7 +21,7 @@ func runStowage(_ arguments: [String], console: Console) -> ExitStatus {
             console.print(name.flatMap(Commands.named)?.helpText ?? Commands.overview)
             return .ok
         case .version:
-            console.print("stowage 1 (reads log format versions 1 and 2, stowage-json version 1)")
+            console.print(Commands.version)
             return .ok
         case .run(let invocation):
             guard let type = Commands.named(invocation.command) else { return .usage }
