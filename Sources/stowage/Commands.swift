@@ -14,6 +14,7 @@ enum Commands {
         Dictionary(uniqueKeysWithValues: all.map { ($0.spec.name, $0.spec) })
     }
 
+    /// The command of that name, for `--help` and the dispatch.
     static func named(_ name: String) -> (any StowageCommand.Type)? {
         all.first { $0.spec.name == name }
     }
@@ -34,6 +35,7 @@ enum Commands {
 
     /// The `stowage --help` text; its COMMANDS list is each command's abstract.
     static var overview: String {
+        // The abstracts start three columns past the longest name, as option descriptions do.
         let nameWidth = all.map { $0.spec.name.count }.max() ?? 0
         let commands = all.map { "  " + Text.padRight($0.spec.name, nameWidth + 3) + $0.help.abstract }
         return """

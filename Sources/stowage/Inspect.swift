@@ -48,7 +48,7 @@ struct Inspect: StowageCommand {
               valid part before the damage).
             """)
 
-    /// The widths `--width` accepts: narrower says nothing, wider fits no terminal.
+    /// The widths `--width` accepts; the usage error names this range.
     static let widths = 8...1000
 
     let path: String
@@ -61,7 +61,9 @@ struct Inspect: StowageCommand {
         // A bad --width is refused even without --map, as it always was.
         if let text = invocation.options["--width"] {
             guard let value = Int(text), Self.widths.contains(value) else {
-                throw UsageError(message: "--width takes a number from 8 to 1000", command: "inspect")
+                throw UsageError(
+                    message: "--width takes a number from \(Self.widths.lowerBound) to \(Self.widths.upperBound)",
+                    command: "inspect")
             }
             width = value
         }
