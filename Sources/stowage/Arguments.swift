@@ -16,15 +16,8 @@ struct UsageError: Error {
     let command: String?
 }
 
-/// One command's options: flags, and options that take a value.
-struct CommandSpec {
-    let name: String
-    let flags: Set<String>
-    /// Option name to the values it accepts (`nil`: any value).
-    let options: [String: [String]?]
-}
-
-/// A parsed command line.
+/// A parsed command line, by option name; each command reads it into its own typed
+/// properties (`StowageCommand.init`).
 struct Invocation {
     var command: String
     var path: String
@@ -87,31 +80,32 @@ enum ArgumentParser {
                 name = String(argument[..<equals])
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
-            if spec.flags.contains(name) {
+            guard let option = spec.option(named: name) else {
+                throw UsageError(message: "unknown option '\(name)' for 'stowage \(first)'", command: first)
+            }
+            if case .none = option.value {
                 guard inlineValue == nil else {
                     throw UsageError(message: "the option '\(name)' takes no value", command: first)
                 }
                 invocation.flags.insert(name)
-            } else if let allowed = spec.options[name] {
-                let value: String
-                if let inlineValue {
-                    value = inlineValue
-                } else {
-                    guard index < arguments.count else {
-                        throw UsageError(message: "the option '\(name)' needs a value", command: first)
-                    }
-                    value = arguments[index]
-                    index += 1
-                }
-                if let allowed, !allowed.contains(value) {
-                    throw UsageError(
-                        message: "'\(value)' is not a value of '\(name)' (use \(allowed.joined(separator: " or ")))",
-                        command: first)
-                }
-                invocation.options[name] = value
-            } else {
-                throw UsageError(message: "unknown option '\(name)' for 'stowage \(first)'", command: first)
+                continue
             }
+            let value: String
+            if let inlineValue {
+                value = inlineValue
+            } else {
+                guard index < arguments.count else {
+                    throw UsageError(message: "the option '\(name)' needs a value", command: first)
+                }
+                value = arguments[index]
+                index += 1
+            }
+            if case .oneOf(let allowed) = option.value, !allowed.contains(value) {
+                throw UsageError(
+                    message: "'\(value)' is not a value of '\(name)' (use \(allowed.joined(separator: " or ")))",
+                    command: first)
+            }
+            invocation.options[name] = value
         }
         guard let path = positional.first else {
             throw UsageError(message: "missing PATH: the store file to \(first)", command: first)

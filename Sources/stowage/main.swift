@@ -2,6 +2,7 @@
 // Stowage store file (a log store or a JSON store) without its model types. See
 // `stowage --help` and the README ("The stowage tool").
 import Foundation
+import StowageInspection
 
 #if canImport(Glibc)
     import Glibc
@@ -11,27 +12,36 @@ import Foundation
     import Darwin
 #endif
 
-/// Runs one command line and returns its exit status.
+/// Runs one command line and returns its exit status. Every error ends here, so that the
+/// messages and exit statuses read the same whichever command failed.
 func runStowage(_ arguments: [String], console: Console) -> ExitStatus {
     do {
-        switch try ArgumentParser.parse(arguments, specs: Help.specs) {
-        case .help(let command):
-            console.print(command.flatMap { Help.texts[$0] } ?? Help.overview)
+        switch try ArgumentParser.parse(arguments, specs: Commands.specs) {
+        case .help(let name):
+            console.print(name.flatMap(Commands.named)?.helpText ?? Commands.overview)
             return .ok
         case .version:
-            console.print("stowage 1 (reads log format versions 1 and 2, stowage-json version 1)")
+            console.print(Commands.version)
             return .ok
         case .run(let invocation):
-            return Commands(console: console).run(invocation)
+            guard let type = Commands.named(invocation.command) else { return .usage }
+            return try type.init(invocation).run(console: console)
         }
-    } catch {
-        console.error("stowage: error: \(error.message)")
-        if let command = error.command {
+    } catch let usage as UsageError {
+        console.error("stowage: error: \(usage.message)")
+        if let command = usage.command {
             console.error("Run 'stowage \(command) --help' for usage.")
         } else {
             console.error("Run 'stowage --help' for usage.")
         }
         return .usage
+    } catch let failure as ToolFailure {
+        // The file could not be read or written: a fact about the store, not the command line.
+        console.error("stowage: error: \(failure.message)")
+        return .failed
+    } catch {
+        console.error("stowage: error: \(error)")
+        return .failed
     }
 }
 

@@ -117,6 +117,19 @@ struct StowageToolTests {
         #expect(help.stdout.contains("0  ok") && help.stdout.contains("1  damaged") && help.stdout.contains("2  usage"))
     }
 
+    /// `--version` names the formats the library reads, taken from the library's own
+    /// constants: a hard-coded line once said "log format versions 1 and 2" long after the
+    /// library had learned to read versions 3 to 5.
+    @Test func versionNamesTheFormatsTheLibraryReads() throws {
+        let run = try Tool.run(["--version"])
+        #expect(run.status == 0, "\(run.transcript)")
+        #expect(run.stderr.isEmpty, "\(run.transcript)")
+        #expect(run.stdout == "stowage 1 (reads log format versions 1 to 5, stowage-json version 1)\n")
+        let log = LogFormat.readableVersions
+        #expect(run.stdout.contains("reads log format versions \(log.lowerBound) to \(log.upperBound),"))
+        #expect(run.stdout.contains("\(JSONDocument.formatName) version \(JSONDocument.formatVersion))"))
+    }
+
     // MARK: Usage errors: exit status 2
 
     @Test func usageErrors() throws {
