@@ -40,6 +40,9 @@ extension SnapshotTable {
         /// The stored snapshots of replaced records that the table holds by location
         /// (``SnapshotTable/loadReplaced(_:)``).
         var replaced: [RecordKey: DefaultSnapshot] = [:]
+
+        /// Whether the save changes no record.
+        var isEmpty: Bool { deletes.isEmpty && writes.isEmpty }
     }
 
     /// Validates a save against the current records without changing anything.
@@ -363,10 +366,10 @@ extension SnapshotTable {
     /// The records of a save of at least 1024 inserts and no deletes into entities that
     /// hold no record, by entity in ascending key order; `nil` for any other save. A save
     /// to one entity hands on its arrays of keys, snapshots and locations as they are.
-    func bulkInserts(_ prepared: PreparedSave) -> [String: LogReplay.Records]? {
+    func bulkInserts(_ prepared: PreparedSave) -> [String: SortedRecords]? {
         let writes = prepared.writes
         guard prepared.deletes.isEmpty, writes.count >= 1024 else { return nil }
-        let locations: [RecordLocation]?
+        let locations: [RowLocation]?
         switch prepared.storedRows {
         case nil: locations = nil
         case .locations(let stored):
@@ -376,17 +379,17 @@ extension SnapshotTable {
         }
         let keys = writes.keys
         let allWrites = 0..<writes.count
-        var result: [String: LogReplay.Records] = [:]
+        var result: [String: SortedRecords] = [:]
         for (name, positions) in writes.entityRuns {
             guard let records = entities[name], records.rows.isEmpty else { return nil }
-            var run = result.removeValue(forKey: name) ?? LogReplay.Records()
+            var run = result.removeValue(forKey: name) ?? SortedRecords()
             var previous = run.keys.last
             for position in positions {
                 guard writes.isInsert(at: position), previous.map({ $0 < keys[position] }) ?? true else { return nil }
                 previous = keys[position]
             }
             if positions == allWrites {
-                run = LogReplay.Records(keys: keys, snapshots: writes.snapshots, locations: locations ?? [])
+                run = SortedRecords(keys: keys, snapshots: writes.snapshots, locations: locations ?? [])
             } else {
                 run.keys += keys[positions]
                 run.snapshots += writes.snapshots[positions]

@@ -172,7 +172,7 @@ public struct SnapshotTable: Sendable {
     struct PendingReads {
         var positions: [Int] = []
         var keys: [Int64] = []
-        var locations: [RecordLocation] = []
+        var locations: [RowLocation] = []
 
         mutating func reserveCapacity(_ count: Int) {
             positions.reserveCapacity(count)

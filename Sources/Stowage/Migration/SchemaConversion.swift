@@ -104,24 +104,24 @@ struct SchemaConversion: Sendable {
     }
 }
 
-/// Records held by location in a file of the old layout, converted as they are read: the
-/// source of the table a converting open builds (`Formats/log.md`, versions 4 and 5), so
+/// Records held by location in a store of the old layout, converted as they are read: the
+/// source of the table a converting open builds (the log store from format version 4), so
 /// that building its indexes and the rewrite read one record at a time instead of holding
 /// every converted record in memory.
 final class ConvertingSnapshotSource: SnapshotSource {
-    let base: LogRecordReader
+    let base: any SnapshotSource
     let conversion: SchemaConversion
 
-    init(_ base: LogRecordReader, _ conversion: SchemaConversion) {
+    init(_ base: any SnapshotSource, _ conversion: SchemaConversion) {
         self.base = base
         self.conversion = conversion
     }
 
-    func snapshot(entity: String, key: Int64, at location: RecordLocation) throws -> DefaultSnapshot {
+    func snapshot(entity: String, key: Int64, at location: RowLocation) throws -> DefaultSnapshot {
         conversion.convert(try base.snapshot(entity: entity, key: key, at: location), of: entity)
     }
 
-    func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RecordLocation) throws
+    func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RowLocation) throws
         -> DefaultSnapshot
     {
         conversion.convert(try base.snapshotWithoutExternalValues(entity: entity, key: key, at: location), of: entity)

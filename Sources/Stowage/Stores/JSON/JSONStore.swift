@@ -216,7 +216,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             try checkWritable(w)
             let current = table.withLock { $0 }
             let prepared = try prepare(current)
-            if SnapshotTable.isEmpty(prepared) { return prepared }
+            if prepared.isEmpty { return prepared }
             var next = current
             next.apply(prepared)
             try commit(&w, from: current, to: next)

@@ -8,10 +8,7 @@ import IndexKey
 /// the number of record versions before it.
 package struct LogCheckpoint: Equatable {
     /// One index's entries, in ascending key order, as parallel arrays.
-    package struct Entries: Equatable {
-        package var keys: [IndexKey] = []
-        package var primaryKeys: [Int64] = []
-    }
+    package typealias Entries = SnapshotTable.SortedEntries
 
     /// One entity with at least one live record.
     package struct Entity: Equatable {
@@ -406,7 +403,7 @@ package struct LogCheckpoint: Equatable {
     /// The index entries to load, by entity name, when the checkpoint agrees with the live
     /// records replay found (`Formats/log.md`, "Reading"); `nil` when it does not.
     package func indexEntries(
-        agreeingWith live: [String: LogReplay.Records], map: LogEntityMap, transactionID: UInt64,
+        agreeingWith live: [String: SnapshotTable.SortedRecords], map: LogEntityMap, transactionID: UInt64,
         nextPrimaryKey: Int64
     ) -> [String: [Entries]]? {
         guard self.transactionID == transactionID, self.nextPrimaryKey == nextPrimaryKey else { return nil }

@@ -29,3 +29,12 @@ package struct LogCommit {
         self.locations = locations
     }
 }
+
+extension LogCommit {
+    /// The commit that records a prepared save.
+    init(_ prepared: SnapshotTable.PreparedSave, transactionID: UInt64, timestamp: Int64, author: String?) {
+        self.init(
+            transactionID: transactionID, timestamp: timestamp, author: author,
+            nextPrimaryKey: prepared.nextPrimaryKey, deletes: prepared.deletes, writes: prepared.writes)
+    }
+}

@@ -45,7 +45,7 @@ extension LogOpening {
         let versions = restored?.versions ?? replay.versions
         // A checkpoint that ends the valid prefix and agrees with the records gives the
         // indexes' sorted entries; any other is ignored.
-        var indexEntries: [String: [LogCheckpoint.Entries]]?
+        var indexEntries: [String: [SnapshotTable.SortedEntries]]?
         if restored == nil, let checkpoint = walked.checkpoint, walked.checkpointEnd == walked.end,
             !reconciliation.indexesChanged
         {
@@ -243,14 +243,14 @@ extension LogOpening {
         from checkpoint: LogCheckpoint, after tail: [LogCommit], schema: Schema, map: LogEntityMap,
         source: LogRecordReader
     ) throws -> SnapshotTable? {
-        var live: [String: LogReplay.Records] = [:]
-        var entries: [String: [LogCheckpoint.Entries]] = [:]
+        var live: [String: SnapshotTable.SortedRecords] = [:]
+        var entries: [String: [SnapshotTable.SortedEntries]] = [:]
         for entity in checkpoint.entities {
             guard entity.entityIndex < map.names.count, let locations = entity.locations,
                 locations.count == entity.keys.count
             else { return nil }
             let name = map.names[entity.entityIndex]
-            live[name] = LogReplay.Records(keys: entity.keys, snapshots: [], locations: locations)
+            live[name] = SnapshotTable.SortedRecords(keys: entity.keys, snapshots: [], locations: locations)
             entries[name] = entity.indexes
         }
         var table = SnapshotTable(schema: schema, storeIdentifier: map.storeIdentifier)

@@ -289,11 +289,11 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
     ) throws -> (SnapshotTable.PreparedSave, ticket: UInt64?, compact: Bool) {
         try checkWritable(w)
         var prepared = try table.withLock { try prepare($0) }
-        if SnapshotTable.isEmpty(prepared) { return (prepared, nil, false) }
+        if prepared.isEmpty { return (prepared, nil, false) }
         let located = w.formatVersion.locatesRecords
         // Applying never reads: what the save replaces is read now, while it may fail.
         if located { try table.withLock { try $0.loadReplaced(&prepared) } }
-        let commit = SnapshotTable.commit(
+        let commit = LogCommit(
             prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
         let external = try externalValues(of: commit, current: w.external)
         try externalFiles.write(external.files)
@@ -457,7 +457,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         w.unusable = "fdatasync failed (\(error)); reopen the store to go on"
         let pending = w.pending
         w.pending = []
-        table.withLock { $0.revert(pending) }
+        table.withLock { LogPendingSave.revert(pending, in: &$0) }
         if let first = pending.first {
             if (try? fs.truncate(w.fd, to: first.start)) != nil { w.fileSize = first.start }
             w.end = first.start

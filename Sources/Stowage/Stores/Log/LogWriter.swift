@@ -130,12 +130,12 @@ struct LogPendingSave {
     }
 }
 
-extension SnapshotTable {
-    /// Takes applied saves back out, newest first.
-    mutating func revert(_ saves: [LogPendingSave]) {
+extension LogPendingSave {
+    /// Takes applied saves back out of `table`, newest first.
+    static func revert(_ saves: [LogPendingSave], in table: inout SnapshotTable) {
         for save in saves.reversed() {
-            apply(save.completeUndo)
-            nextPrimaryKey = save.previousNextPrimaryKey
+            table.apply(save.completeUndo)
+            table.nextPrimaryKey = save.previousNextPrimaryKey
         }
     }
 }
