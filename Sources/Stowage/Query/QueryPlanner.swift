@@ -3,7 +3,11 @@ import IndexKey
 
 /// Chooses a ``QueryPlan`` for a compiled fetch over an entity's indexes.
 ///
-/// It uses, in order of preference: a set of identifiers; equality on the leading
+/// It uses, in order of preference: the fetch's own identifiers
+/// (`FetchDescriptor`'s identifier set); a look-up of one value in a one-column unique
+/// index, for a predicate that is that one equality (the most common fetch, planned before
+/// anything else and without reading the predicate further); a set of identifiers in the
+/// predicate; equality on the leading
 /// columns of an index, with a range (`<`, `<=`, `>`, `>=`, a closed or half-open range,
 /// or `starts(with:)`) on the next one; an `OR` whose every branch can use an index, as a
 /// union; an index whose order satisfies `sortBy`, read in order and stopped at
@@ -29,6 +33,17 @@ struct QueryPlanner {
     }
 
     func plan() -> QueryPlan {
+        if let ids = query.identifiers {
+            return QueryPlan(
+                entityName: query.entity.name, access: .identifiers(ids.sorted()), residual: query.predicate,
+                sort: query.sort, orderedByIndex: false, offset: query.offset, limit: query.limit)
+        }
+        if let lookup = uniqueLookup() {
+            // One record at most: no filter, and the sort has nothing to order.
+            return QueryPlan(
+                entityName: query.entity.name, access: .uniqueKey(lookup), residual: nil, sort: query.sort,
+                orderedByIndex: false, offset: 0, limit: query.limit)
+        }
         let conjuncts = query.predicate.map(Self.conjuncts) ?? []
         let terms = conjuncts.map(term)
 
@@ -82,6 +97,37 @@ struct QueryPlanner {
             }
         }
         return finish(.fullScan, consumed: [], conjuncts: conjuncts, ordered: false)
+    }
+
+    /// The look-up, for a query that is one equality between a property and a constant,
+    /// with no identifiers and no offset, when a one-column unique index covers the
+    /// property and takes the constant; `nil` otherwise. It is what ``bestIndex(_:)``
+    /// would choose for that query (an exact unique match outscores every other index),
+    /// found without building the terms.
+    func uniqueLookup() -> QueryPlan.UniqueLookup? {
+        guard query.offset == 0, query.limit != 0, case .compare(.equal, let l, let r)? = query.predicate else {
+            return nil
+        }
+        let column: Int
+        let value: SnapshotValue
+        if let c = self.column(l), case .constant(let v) = r {
+            (column, value) = (c, v)
+        } else if let c = self.column(r), case .constant(let v) = l {
+            (column, value) = (c, v)
+        } else {
+            return nil
+        }
+        // Each index is read where it lies; a `for index in` loop copied each one.
+        for i in indexes.indices
+        where indexes[i].isUnique && indexes[i].columns.count == 1 && indexes[i].columns[0] == column {
+            guard let coerced = indexes[i].coerce(value, column: 0) else { return nil }
+            var encoder = IndexKeyEncoder()
+            EntityIndex.append(coerced, to: &encoder)
+            return QueryPlan.UniqueLookup(
+                index: i, column: column, key: encoder.key, hint: indexes[i].hint,
+                indexName: indexes[i].description, columnName: indexes[i].columnNames[0], value: coerced)
+        }
+        return nil
     }
 
     // MARK: Choosing an index
