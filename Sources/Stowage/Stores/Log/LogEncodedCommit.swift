@@ -87,3 +87,13 @@ package struct LogEncodedCommit {
         return result
     }
 }
+
+/// One block of a commit as encoded: where its header is in the payload, its writes, each
+/// write's start in its uncompressed bytes, and (for the last blocks, up to a budget, which
+/// the cache takes with the writes decoded) the number of those bytes.
+package struct LogEncodedBlock {
+    package var offset: Int
+    package var writes: Int
+    package var keptLength: Int?
+    package var slots: [Int32]
+}
