@@ -81,12 +81,12 @@ package struct SaveWrites: RandomAccessCollection, ExpressibleByArrayLiteral, Se
     }
 
     /// Replaces the snapshot of the write at `position`.
-    package mutating func setSnapshot(_ snapshot: DefaultSnapshot, at position: Int) {
+    mutating func setSnapshot(_ snapshot: DefaultSnapshot, at position: Int) {
         snapshots[position] = snapshot
     }
 
     /// The writes, one run of one entity at a time, each with its positions.
-    package var entityRuns: [(entity: String, positions: Range<Int>)] {
+    var entityRuns: [(entity: String, positions: Range<Int>)] {
         runs.indices.map { i in
             (runs[i].entity, runs[i].start..<(i + 1 < runs.count ? runs[i + 1].start : keys.count))
         }

@@ -16,7 +16,7 @@ package struct StoredSchema: Equatable, Sendable {
         package var flags: UInt8
         package var destination: String?
 
-        package var summary: String {
+        var summary: String {
             "\(name): \(typeName)\(flags & 1 != 0 ? "?" : "")"
                 + (destination.map { " -> \($0)\(flags & 4 != 0 ? "" : "[]")" } ?? "")
                 + (isExternal ? " (external storage)" : "")
@@ -62,10 +62,10 @@ package struct StoredSchema: Equatable, Sendable {
     }
 
     /// Whether any attribute is kept in external files.
-    package var hasExternalValues: Bool { entities.contains { $0.properties.contains(where: \.isExternal) } }
+    var hasExternalValues: Bool { entities.contains { $0.properties.contains(where: \.isExternal) } }
 
     /// The description without flag bit 3, as a version 1 file stores it.
-    package var withoutExternalFlags: StoredSchema {
+    var withoutExternalFlags: StoredSchema {
         var copy = self
         for e in copy.entities.indices {
             for p in copy.entities[e].properties.indices { copy.entities[e].properties[p].flags &= ~8 }
@@ -74,7 +74,7 @@ package struct StoredSchema: Equatable, Sendable {
     }
 
     /// This description with the external flags of `live` (same entities and properties).
-    package func withExternalFlags(of live: StoredSchema) -> StoredSchema {
+    func withExternalFlags(of live: StoredSchema) -> StoredSchema {
         var copy = self
         let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for e in copy.entities.indices {
@@ -88,7 +88,7 @@ package struct StoredSchema: Equatable, Sendable {
 
     /// This description with each entity's indexes (`#Index`) and uniqueness constraints
     /// (`#Unique`, `@Attribute(.unique)`) as `live` has them, where `live` has the entity.
-    package func withIndexes(of live: StoredSchema) -> StoredSchema {
+    func withIndexes(of live: StoredSchema) -> StoredSchema {
         var copy = self
         let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for e in copy.entities.indices {
@@ -101,13 +101,13 @@ package struct StoredSchema: Equatable, Sendable {
 
     /// Whether `live` differs from this description in its indexes or uniqueness
     /// constraints alone, if at all.
-    package func differsOnlyInIndexes(from live: StoredSchema) -> Bool {
+    func differsOnlyInIndexes(from live: StoredSchema) -> Bool {
         withIndexes(of: live).difference(from: live) == nil
     }
 
     /// The uniqueness constraints `live` has and this description does not, by entity name:
     /// those need the records checked before they can be trusted.
-    package func addedUniqueness(in live: StoredSchema) -> [String: [[String]]] {
+    func addedUniqueness(in live: StoredSchema) -> [String: [[String]]] {
         var added: [String: [[String]]] = [:]
         let stored = Dictionary(entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         for entity in live.entities {
@@ -119,7 +119,7 @@ package struct StoredSchema: Equatable, Sendable {
 
     /// The first difference between the stored schema (`self`) and `live`, or `nil` when
     /// they match. Entity order does not matter.
-    package func difference(from live: StoredSchema) -> String? {
+    func difference(from live: StoredSchema) -> String? {
         if version != live.version {
             return "the store holds schema version \(version.map(String.init).joined(separator: ".")), "
                 + "the container's is \(live.version.map(String.init).joined(separator: "."))"

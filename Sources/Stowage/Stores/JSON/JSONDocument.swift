@@ -12,7 +12,7 @@ package enum JSONDocument {
 
     /// The document for `table`, byte for byte as the format fixes it.
     /// - Complexity: O(size of the store).
-    package static func render(_ table: SnapshotTable, capacity: Int = 0) -> [UInt8] {
+    static func render(_ table: SnapshotTable, capacity: Int = 0) -> [UInt8] {
         let schema = table.schema
         var w = JSONWriter(capacity: capacity)
         w.beginObject()
@@ -160,7 +160,7 @@ package enum JSONDocument {
             self.code = code
             self.message = message
         }
-        package static func corrupt(_ message: String) -> Problem { Problem(.corruptStore, message) }
+        static func corrupt(_ message: String) -> Problem { Problem(.corruptStore, message) }
     }
 
     /// The members of an object by name; a duplicate is an error naming `context`.
@@ -247,7 +247,7 @@ package enum JSONDocument {
 
     /// Reads and validates a whole document into a table for `schema`.
     /// - Returns: The table; its store identifier is the document's.
-    package static func load(_ bytes: [UInt8], schema: Schema, maximumDepth: Int = JSONParser.defaultMaximumDepth)
+    static func load(_ bytes: [UInt8], schema: Schema, maximumDepth: Int = JSONParser.defaultMaximumDepth)
         throws(Problem) -> SnapshotTable
     {
         let document: JSONValue

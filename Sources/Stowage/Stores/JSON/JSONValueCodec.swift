@@ -213,18 +213,18 @@ package enum JSONValueCodec {
 /// only when the text reads back as exactly the same `Date`.
 package enum JSONDates {
     /// Seconds between 1970-01-01 and 2001-01-01.
-    package static let referenceOffset: Int64 = 978_307_200
+    static let referenceOffset: Int64 = 978_307_200
     /// Whole seconds since 2001 of 0001-01-01T00:00:00Z and of 9999-12-31T23:59:59Z.
-    package static let minimumSeconds: Int64 = -62_135_596_800 - referenceOffset
-    package static let maximumSeconds: Int64 = 253_402_300_799 - referenceOffset
-    package static let powers: [Int64] = (0...9).map { n in (0..<n).reduce(1) { a, _ in a * 10 } }
+    static let minimumSeconds: Int64 = -62_135_596_800 - referenceOffset
+    static let maximumSeconds: Int64 = 253_402_300_799 - referenceOffset
+    static let powers: [Int64] = (0...9).map { n in (0..<n).reduce(1) { a, _ in a * 10 } }
 
     /// The reader's rule: whole seconds plus the fraction, in IEEE double arithmetic.
-    package static func seconds(_ whole: Int64, _ fraction: Int64, digits: Int) -> Double {
+    static func seconds(_ whole: Int64, _ fraction: Int64, digits: Int) -> Double {
         Double(whole) + Double(fraction) / Double(powers[digits])
     }
 
-    package static func iso8601(_ date: Date) -> String? {
+    static func iso8601(_ date: Date) -> String? {
         let t = date.timeIntervalSinceReferenceDate
         guard t.isFinite else { return nil }
         let floor = t.rounded(.down)
@@ -289,7 +289,7 @@ package enum JSONDates {
         return Date(timeIntervalSinceReferenceDate: seconds(unix - referenceOffset, fraction, digits: digits))
     }
 
-    package static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
+    static func daysInMonth(_ y: Int64, _ m: Int64) -> Int64 {
         switch m {
         case 2: (y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)) ? 29 : 28
         case 4, 6, 9, 11: 30

@@ -37,7 +37,7 @@ package struct JSONWriter {
         }
     }
 
-    package mutating func beginObject() { openContainer(UInt8(ascii: "{")) }
+    mutating func beginObject() { openContainer(UInt8(ascii: "{")) }
     package mutating func beginArray() { openContainer(UInt8(ascii: "[")) }
 
     /// Starts a member of the current object: `"key": `; the value follows.
@@ -58,7 +58,7 @@ package struct JSONWriter {
         hasItems.append(false)
     }
 
-    package mutating func endObject() { closeContainer(UInt8(ascii: "}")) }
+    mutating func endObject() { closeContainer(UInt8(ascii: "}")) }
     package mutating func endArray() { closeContainer(UInt8(ascii: "]")) }
 
     private mutating func closeContainer(_ close: UInt8) {
@@ -133,6 +133,6 @@ package struct JSONWriter {
 
 /// Compares strings by their UTF-8 bytes: the key order of the format.
 @inline(__always)
-package func jsonKeyOrder(_ a: String, _ b: String) -> Bool {
+func jsonKeyOrder(_ a: String, _ b: String) -> Bool {
     a.utf8.lexicographicallyPrecedes(b.utf8)
 }

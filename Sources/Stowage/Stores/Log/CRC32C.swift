@@ -6,7 +6,7 @@ import CCRC32C
 /// over tables is the fallback and the reference the tests hold the instruction to.
 package enum CRC32C {
     /// Whether `update` uses the CPU's instruction. Asked of the CPU once.
-    package static let usesHardware = stowage_crc32c_hardware_available() != 0
+    static let usesHardware = stowage_crc32c_hardware_available() != 0
 
     /// Eight 256-entry tables for the reflected polynomial 0x82F63B78, one after another.
     package static let tables: [UInt32] = {
@@ -27,14 +27,14 @@ package enum CRC32C {
     }()
 
     /// The CRC of `bytes`, continuing from `crc` (the CRC of what came before, or 0).
-    package static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    static func update(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         guard usesHardware else { return tableUpdate(crc, bytes) }
         guard let base = bytes.baseAddress else { return crc }
         return ~stowage_crc32c_hardware(~crc, base, bytes.count)
     }
 
     /// The same CRC as `update`, from the tables alone.
-    package static func tableUpdate(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    static func tableUpdate(_ crc: UInt32, _ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var c = ~crc
         tables.withUnsafeBufferPointer { t in
             var i = 0
@@ -57,11 +57,11 @@ package enum CRC32C {
         return ~c
     }
 
-    package static func update(_ crc: UInt32, _ bytes: [UInt8]) -> UInt32 {
+    static func update(_ crc: UInt32, _ bytes: [UInt8]) -> UInt32 {
         bytes.withUnsafeBytes { update(crc, $0) }
     }
 
-    package static func update(_ crc: UInt32, _ bytes: ArraySlice<UInt8>) -> UInt32 {
+    static func update(_ crc: UInt32, _ bytes: ArraySlice<UInt8>) -> UInt32 {
         bytes.withUnsafeBytes { update(crc, $0) }
     }
 
@@ -74,7 +74,7 @@ package enum CRC32C {
     /// polynomial, a power made from the table of x^(2^k) (zlib's `crc32_combine` works
     /// this way since 1.2.12). Building the operator matrices by squaring, as older zlib
     /// did, took about 190,000 instructions a save.
-    package static func combine(_ crcA: UInt32, _ crcB: UInt32, lengthB: Int) -> UInt32 {
+    static func combine(_ crcA: UInt32, _ crcB: UInt32, lengthB: Int) -> UInt32 {
         guard lengthB > 0 else { return crcA }
         return multiplyModP(xToThe(UInt64(lengthB), timesTwoToThe: 3), crcA) ^ crcB
     }
@@ -128,9 +128,9 @@ package enum CRC32C {
 
     /// The stored form of a CRC: rotated and offset, so that a CRC of data that itself
     /// holds CRCs does not degenerate.
-    package static func mask(_ crc: UInt32) -> UInt32 { ((crc >> 15) | (crc << 17)) &+ maskDelta }
+    static func mask(_ crc: UInt32) -> UInt32 { ((crc >> 15) | (crc << 17)) &+ maskDelta }
 
-    package static func unmask(_ masked: UInt32) -> UInt32 {
+    static func unmask(_ masked: UInt32) -> UInt32 {
         let rotated = masked &- maskDelta
         return (rotated >> 17) | (rotated << 15)
     }

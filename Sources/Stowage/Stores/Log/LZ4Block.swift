@@ -3,7 +3,7 @@ import CLZ4
 /// The LZ4 block format, through liblz4 (`CLZ4`).
 package enum LZ4Block {
     /// The largest input LZ4 accepts (`LZ4_MAX_INPUT_SIZE`).
-    package static let maximumInputSize = 0x7E00_0000
+    static let maximumInputSize = 0x7E00_0000
 
     /// LZ4's acceleration for the log's writes of 4 KiB or more (`LZ4_compress_fast`; 1 is
     /// `LZ4_compress_default`): it looks for matches less hard and gives up sooner on bytes
@@ -11,19 +11,19 @@ package enum LZ4Block {
     /// benchmark's 1M-row log grew 1% (178.2 → 180.0 MB; at 8 it grew 5%), and compressing
     /// took half the instructions (a save of 1000 updates, about 120 bytes a record:
     /// 21.0k → 19.8k instructions an update, LZ4's share 11% → 6%).
-    package static let acceleration: Int32 = 4
+    static let acceleration: Int32 = 4
 
     /// The acceleration for an input of `length` bytes: a smaller one is compressed at 1,
     /// where the time is small anyway, so the writer still makes the sample files'
     /// bytes (`Formats/samples/`, whose records are all smaller).
-    package static func acceleration(forLength length: Int) -> Int32 {
+    static func acceleration(forLength length: Int) -> Int32 {
         length >= 4096 ? acceleration : 1
     }
 
     /// `input` compressed, after `headroom` zero bytes, or `nil` when it does not get
     /// shorter (or is too large). The output is not zeroed first: LZ4 writes every byte
     /// counted.
-    package static func compress(_ input: [UInt8], headroom: Int = 0, acceleration: Int32? = nil) -> [UInt8]? {
+    static func compress(_ input: [UInt8], headroom: Int = 0, acceleration: Int32? = nil) -> [UInt8]? {
         guard !input.isEmpty, input.count <= maximumInputSize, headroom >= 0 else { return nil }
         let bound = Int(LZ4_compressBound(Int32(input.count)))
         guard bound > 0 else { return nil }
@@ -51,7 +51,7 @@ package enum LZ4Block {
         private let stream: OpaquePointer?
         /// Writes in a row that did not get shorter, for its user's skipping
         /// (``LogBlocks/missesBeforeSkipping``).
-        package var misses = 0
+        var misses = 0
 
         package init() { stream = OpaquePointer(LZ4_createStream()) }
 
@@ -59,7 +59,7 @@ package enum LZ4Block {
 
         /// Appends `input` compressed (acceleration 1) to `output` and returns `true`, or
         /// appends nothing and returns `false` when it would not be shorter.
-        package func compress(_ input: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Bool {
+        func compress(_ input: UnsafeRawBufferPointer, appendingTo output: inout [UInt8]) -> Bool {
             guard let stream, let source = input.baseAddress, input.count < maximumInputSize else { return false }
             let lz4 = UnsafeMutablePointer<LZ4_stream_t>(stream)
             LZ4_resetStream_fast(lz4)
@@ -83,12 +83,12 @@ package enum LZ4Block {
 
     /// `input` decompressed, or `nil` unless it decompresses to exactly `length` bytes.
     /// The caller bounds `length` (log.md: at most 255 × the input, at most 0x7E000000).
-    package static func decompress(_ input: [UInt8], length: Int) -> [UInt8]? {
+    static func decompress(_ input: [UInt8], length: Int) -> [UInt8]? {
         input.withUnsafeBytes { decompress($0, length: length) }
     }
 
     /// `input` decompressed, as above, from bytes in place (a block inside a read buffer).
-    package static func decompress(_ input: UnsafeRawBufferPointer, length: Int) -> [UInt8]? {
+    static func decompress(_ input: UnsafeRawBufferPointer, length: Int) -> [UInt8]? {
         guard let source = input.baseAddress, !input.isEmpty, input.count <= maximumInputSize, length >= 0,
             length <= maximumInputSize
         else {

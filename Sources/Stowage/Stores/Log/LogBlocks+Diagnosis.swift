@@ -4,7 +4,7 @@ extension LogBlocks {
     /// The first block of a version 4 commit payload that fails a check (header, lengths,
     /// checksum, LZ4, contents), with its file offset; `nil` when the blocks are whole or
     /// the commit does not decode before its blocks.
-    package static func firstBadBlock(inCommit payload: [UInt8], recordOffset: Int64, map: LogEntityMap) -> (
+    static func firstBadBlock(inCommit payload: [UInt8], recordOffset: Int64, map: LogEntityMap) -> (
         offset: Int64, reason: String
     )? {
         var r = LogByteReader(payload)

@@ -8,10 +8,10 @@ package enum LogBlocks {
     package static let headerSize = 16
     /// A writer closes a block once its contents reach this many bytes, unless the store is
     /// configured otherwise (``LogStoreConfiguration/blockBytes``).
-    package static let targetBytes = 4 << 10
+    static let targetBytes = 4 << 10
     /// The block sizes a store may be configured with.
-    package static let targetRange = 1024...(1 << 20)
-    package static let maximumWrites = RecordLocation.slotsPerBlock
+    static let targetRange = 1024...(1 << 20)
+    static let maximumWrites = RecordLocation.slotsPerBlock
     /// A version 5 block's writes are compressed one by one, and a write that LZ4 cannot
     /// shorten (random bytes, data compressed already) costs as much to try as one it can:
     /// once this many writes of a commit in a row did not get shorter, a writer tries only
@@ -21,9 +21,9 @@ package enum LogBlocks {
     /// block until the fourteenth session: with 4 KiB blocks of about 25 writes, 8 of each
     /// block's first writes were tried, and 38% of all). Readers do not care which writes
     /// were tried.
-    package static let missesBeforeSkipping = 8
+    static let missesBeforeSkipping = 8
     /// See ``missesBeforeSkipping``.
-    package static let probeInterval = 16
+    static let probeInterval = 16
 
     /// A block's header, checked.
     package struct Header {
@@ -144,7 +144,7 @@ package enum LogBlocks {
 
     /// Checks a block's checksum. `headerBytes` are the block's 16 header bytes, `stored`
     /// the bytes after them.
-    package static func checkChecksum(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>)
+    static func checkChecksum(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>)
         throws
     {
         let crc = CRC32C.update(CRC32C.update(0, headerBytes.prefix(12)), stored)

@@ -12,7 +12,7 @@ package struct LogByteWriter {
 
     package mutating func u8(_ v: UInt8) { bytes.append(v) }
 
-    package mutating func u16(_ v: UInt16) {
+    mutating func u16(_ v: UInt16) {
         bytes.append(UInt8(truncatingIfNeeded: v))
         bytes.append(UInt8(truncatingIfNeeded: v >> 8))
     }
@@ -21,7 +21,7 @@ package struct LogByteWriter {
         for shift in stride(from: 0, to: 32, by: 8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt32(shift))) }
     }
 
-    package mutating func u64(_ v: UInt64) {
+    mutating func u64(_ v: UInt64) {
         for shift in stride(from: 0, to: 64, by: 8) { bytes.append(UInt8(truncatingIfNeeded: v >> UInt64(shift))) }
     }
 
@@ -62,8 +62,8 @@ package struct LogByteReader {
         self.position = position
     }
 
-    package var remaining: Int { bytes.count - position }
-    package var isAtEnd: Bool { position >= bytes.count }
+    var remaining: Int { bytes.count - position }
+    var isAtEnd: Bool { position >= bytes.count }
 
     package mutating func u8() throws -> UInt8 {
         guard position < bytes.count else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
@@ -72,7 +72,7 @@ package struct LogByteReader {
     }
 
     /// Moves past one value of `Formats/snapshot.md` without decoding it.
-    package mutating func skipValue() throws {
+    mutating func skipValue() throws {
         let start = position
         position += try bytes.withUnsafeBytes { raw in
             var skipper = LogSkipper(UnsafeRawBufferPointer(rebasing: raw[start...]))
@@ -86,7 +86,7 @@ package struct LogByteReader {
     }
 
     /// The next byte without consuming it, or `nil` at the end.
-    package func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
+    func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
 
     package mutating func u32() throws -> UInt32 {
         guard remaining >= 4 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
@@ -96,7 +96,7 @@ package struct LogByteReader {
         return v
     }
 
-    package mutating func u64() throws -> UInt64 {
+    mutating func u64() throws -> UInt64 {
         guard remaining >= 8 else { throw LogDecodeError("unexpected end of payload at byte \(position)") }
         var v: UInt64 = 0
         for i in 0..<8 { v |= UInt64(bytes[position + i]) << UInt64(8 * i) }
@@ -144,7 +144,7 @@ package struct LogByteReader {
     }
 
     /// Moves past `count` bytes.
-    package mutating func skip(_ count: Int) throws {
+    mutating func skip(_ count: Int) throws {
         guard count >= 0, count <= remaining else { throw LogDecodeError("length \(count) exceeds the payload") }
         position += count
     }
@@ -165,7 +165,7 @@ package struct LogByteReader {
     /// metadata twice a call, a tenth of reading a record back. Decoding (which would repair
     /// bad bytes) and then comparing the result's bytes with the input validates as well,
     /// and ASCII, which cannot be bad, skips the comparison.
-    package static func validString(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
+    static func validString(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
         bytes.withUnsafeBufferPointer { all in
             let slice = UnsafeBufferPointer(rebasing: all[range])
             let decoded = String(decoding: slice, as: UTF8.self)
@@ -176,7 +176,7 @@ package struct LogByteReader {
     }
 
     /// Whether every byte is below 0x80, eight at a time.
-    package static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    static func isASCII(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var i = 0
         var high: UInt64 = 0
         while i + 8 <= bytes.count {

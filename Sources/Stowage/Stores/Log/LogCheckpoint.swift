@@ -89,7 +89,7 @@ package struct LogCheckpoint: Equatable {
     /// the whole payload (44 MiB) and then its compressed copy (34 MiB) on top of itself.
     /// - Throws: the first error of `spill`, once the table has been walked; for version 4,
     ///   when a record is not held by location.
-    package static func spilledPayload(
+    static func spilledPayload(
         of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
         external: [LogExternalSlot: LogExternalReference] = [:], spill: LogCommitSpill
     ) throws -> (bytes: [UInt8], spilled: LogSpilled) {
@@ -186,7 +186,7 @@ package struct LogCheckpoint: Equatable {
     package struct PayloadWriter {
         package var w: LogByteWriter
         /// Version 4: the key directory's locations and external references are written.
-        package let withDirectory: Bool
+        let withDirectory: Bool
         /// Locations are delta-coded across the entities.
         private var previousLocation: Int64 = 0
         /// Where the bytes go, in pieces, once they pass its threshold; the first piece
@@ -402,7 +402,7 @@ package struct LogCheckpoint: Equatable {
 
     /// The index entries to load, by entity name, when the checkpoint agrees with the live
     /// records replay found (`Formats/log.md`, "Reading"); `nil` when it does not.
-    package func indexEntries(
+    func indexEntries(
         agreeingWith live: [String: SnapshotTable.SortedRecords], map: LogEntityMap, transactionID: UInt64,
         nextPrimaryKey: Int64
     ) -> [String: [Entries]]? {

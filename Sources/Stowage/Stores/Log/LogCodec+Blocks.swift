@@ -5,7 +5,7 @@ extension LogCodec {
     /// contents of the last blocks, up to `keepContents` bytes, are kept for the cache.
     /// With `spill`, the bytes of `w` (after `headroom` bytes kept for the frame) go to it
     /// whenever they pass its threshold, and `spilled` counts them.
-    package static func encodeBlocks(
+    static func encodeBlocks(
         _ commit: LogCommit, into w: inout LogByteWriter, map: LogEntityMap,
         external: ((Int, Int) -> LogExternalReference?)?, keepContents: Int, headroom: Int = 0,
         spill: LogCommitSpill? = nil, spilled: inout LogSpilled, blockBytes: Int = LogBlocks.targetBytes
@@ -78,7 +78,7 @@ extension LogCodec {
     /// It reads the bytes through a pointer with every step inlined: reading a block back
     /// for one record spent most of its time here when each byte went through
     /// ``LogByteReader`` (a call, an array bounds check and an error path per byte).
-    package static func writeStarts(_ contents: [UInt8], writes: Int) throws -> [Int32] {
+    static func writeStarts(_ contents: [UInt8], writes: Int) throws -> [Int32] {
         var starts: [Int32] = []
         starts.reserveCapacity(writes)
         try contents.withUnsafeBytes { raw in

@@ -34,7 +34,7 @@ extension LogCodec {
     /// With `columns`, only the values at those positions are decoded (and only their
     /// external references gathered); the others are skipped and left `.null`, and a
     /// skipped string is not checked for valid UTF-8 (the block's checksum still covers it).
-    package static func decodeSnapshot(
+    static func decodeSnapshot(
         _ r: inout LogByteReader, map: LogEntityMap, externalReferences: inout [LogExternalReference],
         columns: SnapshotColumns = .all
     ) throws -> DefaultSnapshot {
@@ -72,7 +72,7 @@ extension LogCodec {
     }
 
     /// Decodes a snapshot that may not hold external references.
-    package static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
+    static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
         var references: [LogExternalReference] = []
         let snapshot = try decodeSnapshot(&r, map: map, externalReferences: &references)
         guard references.isEmpty else { throw LogDecodeError("an external reference where none may be") }
@@ -164,7 +164,7 @@ extension LogCodec {
         }
     }
 
-    package static func decodeValue(_ r: inout LogByteReader, map: LogEntityMap, depth: Int) throws -> SnapshotValue {
+    static func decodeValue(_ r: inout LogByteReader, map: LogEntityMap, depth: Int) throws -> SnapshotValue {
         let tag = try r.u8()
         switch tag {
         case 0x00: return .null

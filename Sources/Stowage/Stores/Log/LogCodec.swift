@@ -6,7 +6,7 @@ package enum LogCodec {
 
     // MARK: Header record
 
-    package static func encodeHeader(storeIdentifier: String, createdAt: Int64, schema: StoredSchema) -> [UInt8] {
+    static func encodeHeader(storeIdentifier: String, createdAt: Int64, schema: StoredSchema) -> [UInt8] {
         var w = LogByteWriter()
         w.string(storeIdentifier)
         w.zigzag(createdAt)
@@ -14,7 +14,7 @@ package enum LogCodec {
         return w.bytes
     }
 
-    package static func decodeHeader(_ payload: [UInt8], formatVersion: LogFormatVersion = LogFormat.version) throws
+    static func decodeHeader(_ payload: [UInt8], formatVersion: LogFormatVersion = LogFormat.version) throws
         -> (
             storeIdentifier: String, createdAt: Int64, schema: StoredSchema
         )
@@ -86,7 +86,7 @@ package enum LogCodec {
 
     /// Reads a commit's transaction, next key and number of versions. For a version 4
     /// or 5 commit the block lengths are checked, not the blocks' checksums or contents.
-    package static func decodeCommitSummary(_ payload: [UInt8], map: LogEntityMap) throws -> CommitSummary {
+    static func decodeCommitSummary(_ payload: [UInt8], map: LogEntityMap) throws -> CommitSummary {
         var r = LogByteReader(payload)
         let (transactionID, _, _, nextPrimaryKey) = try decodeCommitStart(&r)
         let deleteCount = try r.count(minimumSize: 2)

@@ -5,7 +5,7 @@ import Foundation
 /// record's start, frame included), ahead of the frame, which is written last. A commit of
 /// a million rows so never sits whole in memory.
 package struct LogCommitSpill {
-    package var threshold: Int
+    var threshold: Int
     package var write: ([UInt8], Int) throws -> Void
 }
 
@@ -13,7 +13,7 @@ package struct LogCommitSpill {
 /// the record's start, and the CRC32C of the payload bytes among them.
 package struct LogSpilled {
     package var count = 0
-    package var payloadCRC: UInt32 = 0
+    var payloadCRC: UInt32 = 0
 
     /// Counts a piece written after the others, whose first `headroom` bytes, counted from
     /// the record's start, are the frame's room and not payload.

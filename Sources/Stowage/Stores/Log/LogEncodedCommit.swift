@@ -8,18 +8,18 @@ package struct LogEncodedCommit {
     /// The payload, after `headroom` bytes kept for the frame; once part of the record was
     /// spilled to the file, the bytes after that part.
     package var bytes: [UInt8]
-    package var headroom: Int
+    var headroom: Int
     /// Version 4: each block as encoded (offsets counted from the record's start, frame
     /// room included).
     package var blocks: [LogEncodedBlock]
     package var formatVersion: LogFormatVersion
     /// What went to the file while encoding (``LogCommitSpill``); nothing unless asked.
-    package var spilled = LogSpilled()
+    var spilled = LogSpilled()
 
     /// For a commit part of which was spilled: the rest of its bytes, to write after the
     /// spilled ones, and its frame, to write last, at the record's start, with the
     /// checksum over the whole payload. The record is `spilled.count + tail.count` bytes.
-    package func finishSpilled(salt: UInt64, offset: Int64) -> (tail: [UInt8], frame: [UInt8]) {
+    func finishSpilled(salt: UInt64, offset: Int64) -> (tail: [UInt8], frame: [UInt8]) {
         (bytes, spilled.frame(type: .commit, tail: bytes, headroom: headroom, salt: salt, offset: offset))
     }
 
@@ -35,7 +35,7 @@ package struct LogEncodedCommit {
 
     /// The framed record, as ``record(salt:offset:)``, framed in the payload's own buffer,
     /// which this value gives up (its blocks stay, for their locations).
-    package mutating func takeRecord(salt: UInt64, offset: Int64) -> [UInt8] {
+    mutating func takeRecord(salt: UInt64, offset: Int64) -> [UInt8] {
         guard formatVersion.locatesRecords, headroom == LogFormat.frameSize else {
             return LogFormat.frame(
                 type: .commit, payload: payload, salt: salt, offset: offset, compress: !formatVersion.locatesRecords)
@@ -94,6 +94,6 @@ package struct LogEncodedCommit {
 package struct LogEncodedBlock {
     package var offset: Int
     package var writes: Int
-    package var keptLength: Int?
+    var keptLength: Int?
     package var slots: [Int32]
 }

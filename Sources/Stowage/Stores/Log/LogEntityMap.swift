@@ -4,7 +4,7 @@ import Foundation
 package struct LogEntityMap: Sendable {
     package let storeIdentifier: String
     package let names: [String]
-    package let propertyCounts: [Int]
+    let propertyCounts: [Int]
     package let indexByName: [String: Int]
     /// For each entity index, the positions of its external-storage properties (version 2).
     package let external: [[Int]]

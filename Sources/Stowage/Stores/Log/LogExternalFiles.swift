@@ -15,7 +15,7 @@ package struct LogExternalFiles: Sendable {
     /// `<log>.blobs`.
     package let directory: String
     /// The directory that holds the log (synced when `.blobs` is created).
-    package let parent: String
+    let parent: String
 
     package init(fs: any StoreFileSystem, logPath: String, parent: String) {
         self.fs = fs
@@ -59,7 +59,7 @@ package struct LogExternalFiles: Sendable {
     }
 
     /// Removes files this save wrote, after its commit could not be appended.
-    package func removeQuietly(_ names: [String]) {
+    func removeQuietly(_ names: [String]) {
         for name in names { try? fs.remove(path(name)) }
     }
 
@@ -112,7 +112,7 @@ package struct LogExternalFiles: Sendable {
 
     /// Deletes every file in the directory whose name is not in `live`. Only names of the
     /// external-value form are touched; failures are ignored (the next pass tries again).
-    package func collectGarbage(keeping live: Set<String>) {
+    func collectGarbage(keeping live: Set<String>) {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         var removed = false
         for name in names where !live.contains(name) && Self.isValueFileName(name) {
@@ -122,7 +122,7 @@ package struct LogExternalFiles: Sendable {
     }
 
     /// `<entityIndex>-<primaryKey>-<propertyIndex>-<transactionID>`, all decimal.
-    package static func isValueFileName(_ name: String) -> Bool {
+    static func isValueFileName(_ name: String) -> Bool {
         let parts = name.split(separator: "-", omittingEmptySubsequences: false)
         return parts.count == 4
             && parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }

@@ -7,9 +7,9 @@ package enum LogFormat {
     package static let readableVersions: ClosedRange<LogFormatVersion> = LogFormatVersion.readable
     package static let fileHeaderSize = 32
     package static let frameSize = 16
-    package static let maximumPayload = 0x7E00_0000
+    static let maximumPayload = 0x7E00_0000
     /// Payloads shorter than this are stored raw.
-    package static let compressionThreshold = 64
+    static let compressionThreshold = 64
 
     package enum RecordType: UInt8 {
         case header = 1
@@ -29,7 +29,7 @@ package enum LogFormat {
         }
     }
 
-    package static func encodeFileHeader(_ header: FileHeader) -> [UInt8] {
+    static func encodeFileHeader(_ header: FileHeader) -> [UInt8] {
         var w = LogByteWriter(capacity: fileHeaderSize)
         w.bytes.append(contentsOf: magic)
         w.u16(header.version.rawValue)
@@ -128,7 +128,7 @@ package enum LogFormat {
 
     /// Writes the frame into the first 16 bytes of `record`, whose stored payload follows
     /// them; `payloadLength` is the payload's length before compression.
-    package static func fillFrame(
+    static func fillFrame(
         _ record: inout [UInt8], type: RecordType, flags: UInt8, payloadLength: Int, salt: UInt64, offset: Int64
     ) {
         let storedCount = record.count - frameSize
@@ -143,7 +143,7 @@ package enum LogFormat {
     /// The 16 frame bytes of a record whose stored bytes (`storedLength` of them) have the
     /// CRC32C `storedCRC`: the checksum covers the salt, the offset, the frame's first 12
     /// bytes and the stored bytes, combined here without the stored bytes themselves.
-    package static func frameBytes(
+    static func frameBytes(
         type: RecordType, flags: UInt8, storedCount: Int, payloadLength: Int, salt: UInt64, offset: Int64,
         storedCRC: UInt32, storedLength: Int
     ) -> [UInt8] {
@@ -184,7 +184,7 @@ package enum LogFormat {
     /// Whether every byte from `offset` to the end of the file is zero: the tail a writer
     /// reserves ahead of its records (`Formats/log.md`, "Writing"), which ends the log and
     /// is not damage. Reads at most 1 MiB at a time.
-    package static func isReservedTail(_ fs: any StoreFileSystem, _ fd: Int32, from offset: Int64, fileSize: Int64)
+    static func isReservedTail(_ fs: any StoreFileSystem, _ fd: Int32, from offset: Int64, fileSize: Int64)
         throws
         -> Bool
     {
@@ -199,7 +199,7 @@ package enum LogFormat {
     }
 
     /// Reads and checks the record at `offset`, in the order `Formats/log.md` gives.
-    package static func readRecord(
+    static func readRecord(
         _ fs: any StoreFileSystem, _ fd: Int32, at offset: Int64, fileSize: Int64, salt: UInt64
     ) throws -> ReadOutcome {
         if offset == fileSize { return .end }

@@ -131,7 +131,7 @@ package struct LogRecordWalk {
 
     /// Passes over the record at ``offset``, which ends at `next`, without reading it: one
     /// the caller has read and checked by other means (the checkpoint opening prefetched).
-    package mutating func skip(to next: Int64) {
+    mutating func skip(to next: Int64) {
         precondition(damage == nil && next > offset, "a walk skips forward, over a whole record")
         offset = next
     }
@@ -169,7 +169,7 @@ extension LogRecordWalk.Record {
 
     /// What the commit this record holds adds up to, without decoding its writes.
     /// - Throws: the reason it is damage.
-    package func decodeCommitSummary(map: LogEntityMap) throws(LogRecordWalk.Rejection) -> LogCodec.CommitSummary {
+    func decodeCommitSummary(map: LogEntityMap) throws(LogRecordWalk.Rejection) -> LogCodec.CommitSummary {
         do {
             return try LogCodec.decodeCommitSummary(payload, map: map)
         } catch {

@@ -24,7 +24,7 @@ package struct LogReplay {
         package var references: [Int: [LogExternalReference]] = [:]
         /// Whether the keys so far are strictly ascending with no deletes: then the lists
         /// are already the live records in key order.
-        package var isSimple = true
+        var isSimple = true
 
         package mutating func append(_ key: Int64, _ snapshot: DefaultSnapshot, _ location: RecordLocation?) {
             if isSimple, let last = keys.last, last >= key { isSimple = false }
@@ -47,7 +47,7 @@ package struct LogReplay {
     /// Every write and delete replayed: the record versions in the file.
     private(set) var versions: Int64 = 0
     /// Whether the commits carry locations (format versions 4 and 5): every write has one.
-    package let located: Bool
+    let located: Bool
 
     package init(located: Bool = false) { self.located = located }
 
@@ -116,7 +116,7 @@ package struct LogReplay {
 
     /// Puts the bytes `load` gives for each live external value into its record's slot;
     /// a slot for which it gives `nil` keeps its `.null`.
-    package mutating func resolveExternalValues(
+    mutating func resolveExternalValues(
         _ load: (_ entity: String, _ key: Int64, _ reference: LogExternalReference) throws -> Data?
     ) throws {
         for (entity, byKey) in references {

@@ -47,7 +47,7 @@ package struct LogSkipper {
     }
 
     @inline(__always)
-    package mutating func skip(_ count: Int) throws {
+    mutating func skip(_ count: Int) throws {
         guard count >= 0, count <= bytes.count - position else {
             throw LogDecodeError("length \(count) exceeds the payload")
         }
@@ -55,7 +55,7 @@ package struct LogSkipper {
     }
 
     /// Moves past one value.
-    package mutating func skipValue(depth: Int) throws {
+    mutating func skipValue(depth: Int) throws {
         let tag = try u8()
         switch tag {
         case 0x00, 0x01, 0x02: return
