@@ -117,7 +117,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StowageToolTests",
-            dependencies: ["Stowage", "StowageTestSupport"],
+            dependencies: ["Stowage", "StowageInspection", "StowageTestSupport"],
             // The expected transcripts, which the tests read from the source tree by path.
             exclude: ["Golden"]
         ),
