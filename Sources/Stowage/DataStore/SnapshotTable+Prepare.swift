@@ -3,9 +3,11 @@ import Foundation
 import IndexKey
 
 extension SnapshotTable {
-    /// Validates a save against the current records without changing anything.
+    /// Validates a save against the current records without changing anything. A table
+    /// that holds rows by location also reads the records the save replaces
+    /// (``loadReplaced(_:)``), so that ``apply(_:)`` cannot fail.
     /// - Throws: ``SwiftDataError`` `.uniqueConstraintViolation`, `.unknownModelType` or
-    ///   `.modelValidationFailure`.
+    ///   `.modelValidationFailure`; the source's error when a replaced record cannot be read.
     public func prepare(_ request: DataStoreSaveChangesRequest) throws -> PreparedSave {
         var prepared = PreparedSave()
         var nextKey = nextPrimaryKey
@@ -229,6 +231,9 @@ extension SnapshotTable {
             if !prepared.reregister.isEmpty, prepared.reregister[id] != nil { prepared.reregister[id] = stored }
         }
         prepared.nextPrimaryKey = nextKey
+        // A table that holds rows by location reads the records the save replaces now,
+        // while the save may still fail, so that applying it never reads.
+        if source != nil { try loadReplaced(&prepared) }
         return prepared
     }
 }

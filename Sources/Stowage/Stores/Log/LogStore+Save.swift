@@ -41,8 +41,6 @@ extension LogStore {
         var prepared = try table.withLock { try prepare($0) }
         if prepared.isEmpty { return (prepared, nil, false) }
         let located = w.formatVersion.locatesRecords
-        // Applying never reads: what the save replaces is read now, while it may fail.
-        if located { try table.withLock { try $0.loadReplaced(&prepared) } }
         let commit = LogCommit(
             prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
         let external = try externalValues(of: commit, current: w.external)
