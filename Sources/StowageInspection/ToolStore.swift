@@ -214,6 +214,12 @@ package struct ToolStore: Sendable {
     package var damageLine: (line: Int, column: Int)?
 
     package var recordCount: Int { records.values.reduce(0) { $0 + $1.count } }
+
+    /// For a log file, its format version, which says what the file can hold
+    /// (``LogFormatVersion``); `nil` for a JSON store.
+    package var logVersion: LogFormatVersion? {
+        format == .log ? LogFormatVersion(rawValue: UInt16(clamping: formatVersion)) : nil
+    }
 }
 
 // MARK: - Opening

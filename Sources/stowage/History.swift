@@ -77,7 +77,7 @@ struct History: StowageCommand {
                 ("compressed", .bool(commit.isCompressed)),
             ]
             // Blocks exist from format version 4; earlier logs' commits get no such members.
-            if store.formatVersion >= 4 {
+            if store.logVersion?.locatesRecords == true {
                 members.append(("blocks", .int(commit.blocks)))
                 members.append(("compressedBlocks", .int(commit.compressedBlocks)))
             }

@@ -127,11 +127,12 @@ struct Inspect: StowageCommand {
             } else {
                 c.print("  commits:           0")
             }
-            if store.formatVersion >= 4 {
+            if store.logVersion?.locatesRecords == true {
                 let blocks = commits.reduce(0) { $0 + $1.blocks }
                 let compressed = commits.reduce(0) { $0 + $1.compressedBlocks }
                 // Version 5 compresses a block's writes one by one: count the blocks that hold any.
-                let what = store.formatVersion >= 5 ? "with LZ4-compressed writes" : "LZ4-compressed"
+                let what =
+                    store.logVersion?.compressesEachWrite == true ? "with LZ4-compressed writes" : "LZ4-compressed"
                 c.print("  blocks:            \(blocks) (\(compressed) \(what))")
             }
             c.print("  checkpoints:       \(log.checkpoints)")
@@ -217,7 +218,7 @@ struct Inspect: StowageCommand {
                     } ?? .null
                 ),
             ]
-            if store.formatVersion >= 4 {
+            if store.logVersion?.locatesRecords == true {
                 logMembers.append(("blocks", .int(Int64(log.commits.reduce(0) { $0 + $1.blocks }))))
                 logMembers.append(
                     ("compressedBlocks", .int(Int64(log.commits.reduce(0) { $0 + $1.compressedBlocks }))))

@@ -112,7 +112,7 @@ struct Verify: StowageCommand {
     private static func printLogChecks(_ store: ToolStore, _ log: ToolLogDetails, on c: Console) {
         let writes = log.commits.reduce(0) { $0 + $1.inserts + $1.updates }
         // Version 3 has checkpoints: they are named whenever the version has them.
-        let hasCheckpoints = store.formatVersion >= 3 || log.checkpoints > 0
+        let hasCheckpoints = store.logVersion?.hasCheckpoints == true || log.checkpoints > 0
         let records =
             hasCheckpoints
             ? "the header, \(Text.count(log.commits.count, "commit")) and "
@@ -131,7 +131,7 @@ struct Verify: StowageCommand {
             c.print("  records: \(records), every checksum and length valid to the end")
         }
         c.print("  snapshots: \(Text.count(writes, "write")) checked against the schema")
-        if store.formatVersion >= 4 {
+        if store.logVersion?.locatesRecords == true {
             let blocks = log.commits.reduce(0) { $0 + $1.blocks }
             c.print(
                 "  blocks: \(blocks), each one's lengths, checksum, LZ4 bytes and writes checked"
@@ -139,7 +139,7 @@ struct Verify: StowageCommand {
         }
         if hasCheckpoints {
             let checked =
-                store.formatVersion >= 4
+                store.logVersion?.locatesRecords == true
                 ? "transaction, next primary key, record versions, live keys and their locations, index entries"
                 : "transaction, next primary key, live keys, index entries"
             c.print(
@@ -174,7 +174,7 @@ struct Verify: StowageCommand {
         let indexes = schema.entities.reduce(0) { $0 + $1.indexes.count }
         c.print("  live records: \(store.recordCount), with \(Text.count(references, "relationship reference"))")
         let persisted =
-            store.format == .log && store.formatVersion >= 3
+            store.logVersion?.hasCheckpoints == true
             ? "" : " (the file persists no index)"
         c.print(
             "  indexes: \(Text.count(unique, "uniqueness constraint")) and \(Text.count(indexes, "index", "indexes")) "

@@ -21,7 +21,7 @@ package struct LogFormatVersion: RawRepresentable, Hashable, Comparable, Sendabl
 
     /// Version 2: an attribute may be kept in a file of its own (`.externalStorage`): the
     /// property flag bit 3 and the snapshot value tag `0x11`.
-    var hasExternalStorage: Bool { rawValue >= 2 }
+    package var hasExternalStorage: Bool { rawValue >= 2 }
 
     /// Version 3: checkpoint records (type 3) may follow the header. In version 3 only a
     /// checkpoint that ends the valid prefix is used; see ``checkpointsLocateRecords``.
@@ -35,9 +35,9 @@ package struct LogFormatVersion: RawRepresentable, Hashable, Comparable, Sendabl
     /// Version 4: checkpoints carry the key directory (where each live record is) and the
     /// count of record versions, so that opening uses the last checkpoint wherever it is
     /// and only summarizes the commits before it.
-    var checkpointsLocateRecords: Bool { rawValue >= 4 }
+    package var checkpointsLocateRecords: Bool { rawValue >= 4 }
 
     /// Version 5: each write of a block is stored on its own, raw or LZ4-compressed, after
     /// a table of their lengths; before, a block was compressed whole.
-    var compressesEachWrite: Bool { rawValue >= 5 }
+    package var compressesEachWrite: Bool { rawValue >= 5 }
 }
