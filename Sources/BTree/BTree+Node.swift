@@ -6,11 +6,11 @@ extension BTree {
     /// exists) and `< keys[i]` (if it exists).
     ///
     /// The stored arrays are marked `@exclusivity(unchecked)`: dynamic
-    /// exclusivity enforcement on class properties cost 30-80% on the hot paths
-    /// (measured with btree-bench, iteration 9x). It is sound here because node
-    /// storage is private to this module, every access is a short, non-nested
-    /// read or modify of one node's own array, and nodes reachable from more than
-    /// one tree value are never mutated (copy-on-write).
+    /// exclusivity enforcement on class properties slowed the hot paths markedly
+    /// (see `Benchmarks/RESULTS.md`, "Measurements behind the code"). It is sound
+    /// here because node storage is private to this module, every access is a
+    /// short, non-nested read or modify of one node's own array, and nodes
+    /// reachable from more than one tree value are never mutated (copy-on-write).
     @usableFromInline
     internal final class _Node {
         @usableFromInline

@@ -51,11 +51,10 @@ public struct BTree<Key: Comparable, Value> {
         _count = 0
     }
 
-    /// The node size used by ``init()``: 128, the best measured fanout (see
-    /// `Benchmarks/RESULTS.md`). With 1M random keys, 128 and 256 were within
-    /// noise of each other for `Int` keys and 64-128 were best for 24-byte
-    /// `IndexKey` keys; 128 is the best common choice and keeps the per-node
-    /// insert/remove shifting and copy-on-write copying smaller than 256.
+    /// The node size used by ``init()``: 128, the best common choice of the fanouts
+    /// measured for `Int` and `IndexKey` keys (see `Benchmarks/BTREE-RESULTS.md`, and
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code"); it also keeps the
+    /// per-node insert/remove shifting and copy-on-write copying smaller than 256.
     ///
     /// - Complexity: O(1)
     @inlinable

@@ -117,7 +117,8 @@ public struct IndexKey: Comparable, Hashable, Sendable, CustomStringConvertible 
 
     /// Appends `bytes` in order. While the key stays inline they go into its words up to
     /// eight at a time: a checkpoint's index entries are read back with this, where a call
-    /// of ``append(_:)`` for each byte was a third of opening a 100k-record store.
+    /// of ``append(_:)`` for each byte was a large part of opening a store (see
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code").
     ///
     /// - Complexity: O(m) for m bytes.
     public mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
@@ -255,8 +256,7 @@ public struct IndexKey: Comparable, Hashable, Sendable, CustomStringConvertible 
     ///
     /// Always inlined, with the arrays compared out of line: a B+tree's search then reads
     /// the words of the key where it lies, where a call made it copy each key it tried
-    /// (a retain and release of its array, for a key that had none: about 80 instructions
-    /// a comparison).
+    /// (a retain and release of its array, even for a key that had none).
     @inlinable @inline(__always)
     public static func compare(_ lhs: IndexKey, _ rhs: IndexKey) -> Int {
         if lhs.w0 != rhs.w0 { return lhs.w0 < rhs.w0 ? -1 : 1 }

@@ -98,7 +98,8 @@ public struct PersistedPropertyMacro: AccessorMacro, PeerMacro {
         ]
         if let root = root(node) {
             // Made once: a key path literal in the accessors was looked up on every read
-            // (`swift_getKeyPath`), two thirds of a read that does nothing else. Key paths
+            // (`swift_getKeyPath`), most of a read that does nothing else (see
+            // `Benchmarks/RESULTS.md`, "Measurements behind the code"). Key paths
             // are immutable, so sharing one across threads is safe; the box says so without
             // `nonisolated(unsafe)`, which Swift 6 calls unnecessary for the key paths it
             // already takes to be `Sendable`.

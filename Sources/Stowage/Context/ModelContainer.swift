@@ -22,7 +22,8 @@ public final class ModelContainer: Sendable {
         let stores: [any DataStore]
         let storeForEntity: [String: Int]
         /// The one store, when there is one and it keeps a ``SnapshotTable``: found once, as
-        /// the cast cost a tenth of loading one model by identifier.
+        /// the cast was a large part of loading one model by identifier (see
+        /// `Benchmarks/RESULTS.md`, "Measurements behind the code").
         let onlyTableStore: (any SnapshotTableStore)?
 
         init(

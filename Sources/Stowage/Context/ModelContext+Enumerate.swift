@@ -134,10 +134,10 @@ extension ModelContext {
     /// app or the context still has (kept by the block, changed, deleted, observed by a
     /// closure that holds it) is never refilled.
     ///
-    /// Stowage's own. Making and freeing a model and its backing data was about half of an
-    /// enumerated row (callgrind). A refilled model is a new model as far as anyone can
-    /// tell: nothing can reach the old one, whose memory `malloc` could as well have handed
-    /// out again.
+    /// Stowage's own. Making and freeing a model and its backing data for every row
+    /// dominated enumeration (see `Benchmarks/RESULTS.md`, "Measurements behind the code").
+    /// A refilled model is a new model as far as anyone can tell: nothing can reach the old
+    /// one, whose memory `malloc` could as well have handed out again.
     func isSpare<T: PersistentModel>(_ handed: inout T?) -> Bool {
         guard isKnownUniquelyReferenced(&handed), let model = handed, type(of: model) == T.self,
             _getWeakRetainCount(model) == 1, _getUnownedRetainCount(model) == 2

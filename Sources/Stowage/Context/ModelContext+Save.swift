@@ -87,8 +87,8 @@ extension ModelContext {
                 reregister.merge(result.snapshotsToReregister) { a, _ in a }
             }
         }
-        // The snapshots and positions go before the identity map is built: at a million
-        // inserts they were 32 MB at the save's highest point.
+        // The snapshots and positions go before the identity map is built, so that they
+        // are not held at the save's highest point of memory.
         inserted = [:]
         updated = [:]
         deleted = [:]
@@ -154,7 +154,8 @@ extension ModelContext {
         let insertedModels = insertedModels
         let updatedIDs = changedOrder
         // The lists of inserted identifiers go before the identity map is built, and the
-        // notification sends `newIdentifiers`: two copies of them were 32 MB at a million.
+        // notification sends `newIdentifiers`: two more copies of them would be held at the
+        // save's highest point of memory.
         insertedOrder = []
         insertedPositions = nil
         // Pending inserts were not in the registry: it takes them now, under their
@@ -190,8 +191,7 @@ extension ModelContext {
         self.insertedModels = []
         // A context that saves every so many changes makes the same number of entries again:
         // a small table keeps its storage, where regrowing it from empty rehashed every entry
-        // about as many times as it doubled (updates of 1000 in a save: 750 of 19,000
-        // instructions an update). A large one is let go, not held for the next save.
+        // about as many times as it doubled. A large one is let go, not held for the next save.
         let keepCapacity = changedModels.count <= Self.keptChangeCapacity
         // The models the lists let go are freed when `released` is, after the accesses
         // below (see `changedModels`).

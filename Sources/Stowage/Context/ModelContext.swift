@@ -60,7 +60,7 @@ public final class ModelContext {
     /// The identity map. It does not keep models alive: see ``ModelRegistry``.
     ///
     /// `@exclusivity(unchecked)`: it is read or changed for every model fetched and every
-    /// model freed, and the dynamic check was 2-3% of a fetched row. No access to it can
+    /// model freed, so the dynamic check would add to every fetched row. No access to it can
     /// overlap another: the registry holds only unowned references, so changing it never
     /// frees a model, whose backing data's `deinit` is the one access from outside.
     @exclusivity(unchecked) var registered = ModelRegistry()
@@ -72,7 +72,7 @@ public final class ModelContext {
     /// builds no hash table of temporary identifiers that the save throws away.
     ///
     /// `@exclusivity(unchecked)`, as `changedOrder` and `deletedOrder`: every fetch reads
-    /// all three (``hasChanges``), and their dynamic checks were 1.4% of a point fetch.
+    /// all three (``hasChanges``), so their dynamic checks would add to every fetch.
     /// Each access to them is a read, or a change (append, remove, remove all) that calls
     /// nothing outside the list, so no two can overlap.
     @exclusivity(unchecked) var insertedOrder: [PersistentIdentifier] = []
@@ -89,7 +89,7 @@ public final class ModelContext {
     ///
     /// `@exclusivity(unchecked)`, with `deletedModels`, `changeCount` and
     /// `autosaveScheduled`: every property write of a fetched model reads or changes all
-    /// four, and their dynamic checks were about 4% of an update (callgrind). No access to
+    /// four, so their dynamic checks would add to every update. No access to
     /// them calls out of the context, and none frees a model: the save and rollback hand
     /// the models they let go to a local copy first, so that no model's `deinit` (which
     /// could be the app's) runs inside an access.
@@ -120,7 +120,7 @@ public final class ModelContext {
 
     /// The container's entity of `id`, without hashing its name when the last identifier
     /// asked about had the same scope: loading models one by one by identifier looked the
-    /// entity up by name for each (about 300 instructions).
+    /// entity up by name for each.
     func entity(of id: PersistentIdentifier) -> Schema.Entity? {
         let scope = ObjectIdentifier(id.scope)
         if let lastEntity, lastEntity.scope == scope { return lastEntity.entity }

@@ -17,10 +17,10 @@
 /// reference to a released object.
 ///
 /// The table is a compact hash map of its own: the identifiers and entries in two dense
-/// arrays, and an open-addressing table of 4-byte positions into them. A million models
-/// take 48 MB, where a `Dictionary` of 40-byte buckets, four at most three quarters full,
-/// took 84 MB; and growing it copies the dense arrays and rebuilds the positions, where a
-/// dictionary held its old and new buckets at once (126 MB at a million).
+/// arrays, and an open-addressing table of 4-byte positions into them. It takes much less
+/// memory than a `Dictionary` of 40-byte buckets at most three quarters full; and growing it
+/// copies the dense arrays and rebuilds the positions, where a dictionary held its old and
+/// new buckets at once (see `Benchmarks/RESULTS.md`, "Measurements behind the code").
 struct ModelRegistry {
     struct Entry {
         unowned let model: any PersistentModel
@@ -40,9 +40,9 @@ struct ModelRegistry {
     private(set) var registrations = 0
     /// One model registered outside the table: the one `enumerate` hands its block. Most
     /// such models go when the block returns, and their backing data's `deinit` then only
-    /// clears this, where putting each in the table and taking it out again was 8% of an
-    /// enumerated row (callgrind). Any other change to the registry, or the next
-    /// provisional model, puts it in the table first; look-ups see it where it is.
+    /// clears this, instead of taking out of the table an entry put in for it a moment
+    /// before. Any other change to the registry, or the next provisional model, puts it in
+    /// the table first; look-ups see it where it is.
     private var provisional: (id: PersistentIdentifier, entry: Entry)?
 
     init() {}
@@ -141,8 +141,7 @@ struct ModelRegistry {
     /// The slot where a search for `id` starts, in a table of `mask + 1` slots.
     ///
     /// Static, and given the mask: as a method it took `self`, and each call from a
-    /// mutating method copied the whole registry (its arrays retained and released), which
-    /// was half of taking a model's entry out (callgrind).
+    /// mutating method copied the whole registry (its arrays retained and released).
     private static func home(_ id: PersistentIdentifier, _ mask: Int) -> Int {
         id._rawHashValue(seed: 0) & mask
     }

@@ -8,8 +8,9 @@ import Foundation
 /// the entity's name repeated in every one; this takes 33. And a save of new records to
 /// one entity hands its key and snapshot arrays on as they are (``SnapshotTable``'s bulk
 /// load of an import), where the tuples had to be copied out into arrays first. With the
-/// log store's locations held as 8-byte values rather than rows (``StoredRows``), the
-/// peak of a million-record import fell by 56 MiB.
+/// log store's locations held as 8-byte values rather than rows (``StoredRows``), this
+/// lowers the peak memory of a large import (see `Benchmarks/RESULTS.md`, "Measurements
+/// behind the code").
 package struct SaveWrites: RandomAccessCollection, ExpressibleByArrayLiteral, Sendable {
     package typealias Element = (entity: String, key: Int64, snapshot: DefaultSnapshot, isInsert: Bool)
 

@@ -76,10 +76,10 @@ extension SnapshotTable {
                     return
                 }
                 let index = indexes[task - 1]
-                // No array of the keys is kept beside the tree (40 bytes a record, 40 MB an
-                // index at 1M records, two indexes building at once): they are sorted by
-                // their first bytes, and each goes straight to its place in the tree's
-                // leaves, made in the order the records are held.
+                // No array of the keys is kept beside the tree (40 bytes a record, with two
+                // indexes building at once): they are sorted by their first bytes, and each
+                // goes straight to its place in the tree's leaves, made in the order the
+                // records are held.
                 func key(_ position: Int) -> IndexKey {
                     index.entryKey(sorted.snapshots[position], primaryKey: sorted.keys[position])
                 }
@@ -106,8 +106,9 @@ extension SnapshotTable {
             }
             // The hints are built once the trees are, when the builds' sort orders and
             // ranks have been freed. Built inside the tasks, beside the other trees'
-            // builds, a 16 MiB hint raised the benchmark's peak at 1M by 30–40 MiB; built
-            // here, by about its size.
+            // builds, a hint raised the peak memory by much more than its size; built
+            // here, by about its size (see `Benchmarks/RESULTS.md`, "Measurements behind
+            // the code").
             for i in records.indexes.indices { records.indexes[i].refreshHint() }
             entities[name] = records
         }

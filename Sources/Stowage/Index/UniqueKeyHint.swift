@@ -9,8 +9,8 @@ import Synchronization
 ///
 /// Stowage's own addition (SwiftData has no such layer), in the spirit of InnoDB's
 /// adaptive hash index. At a million records the tree's descent is three binary searches
-/// over nodes that are not in the caches (callgrind simulated 24 first-level and 3.3
-/// last-level misses for it a fetch); a slot is one miss.
+/// over nodes that are not in the caches: many cache misses a fetch, where a slot is one
+/// (see `Benchmarks/RESULTS.md`, "Measurements behind the code").
 ///
 /// A slot only ever gives a *candidate*. Whoever reads one must check that the record
 /// stored under that primary key, in the version of the table being read, holds the value

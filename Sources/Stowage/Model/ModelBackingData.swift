@@ -11,7 +11,8 @@ import Foundation
 ///
 /// The stored properties read on every property access are `@exclusivity(unchecked)`: a
 /// model is used from one context at a time, and no method of this class reads one of them
-/// while it modifies the same one. The dynamic checks were a tenth of a property read.
+/// while it modifies the same one. The dynamic checks would add to every property read
+/// (see `Benchmarks/RESULTS.md`, "Measurements behind the code").
 public final class ModelBackingData {
     enum Slot {
         case unset
@@ -73,7 +74,7 @@ public final class ModelBackingData {
     var sharesBatchObservation = false
     /// Where the next ``setInitialValue(_:forKey:)`` probably writes: the one after the last.
     /// 32 bits beside `isDeleted`, in the word it pads out: the object is then 104 bytes,
-    /// a 112-byte allocation where it was 128 (16 MB at a million models).
+    /// a 112-byte allocation where it was 128.
     private var initialValueCursor: Int32 = 0
     /// Relationship slots filled before the model object existed; their inverses are
     /// linked when the model is first used.
@@ -108,10 +109,11 @@ public final class ModelBackingData {
     /// registrar of its own.
     ///
     /// Stowage's own: SwiftData gives every model its own registrar. Making and freeing one
-    /// for each enumerated model was a fifth of an enumeration's time (two allocations and a
-    /// lock, made and torn down per row). An observer of an enumerated model is told of every
-    /// change it would be told of in SwiftData; it may also be told of a change to the same
-    /// property of another model of that batch.
+    /// for each enumerated model (two allocations and a lock, made and torn down per row) was
+    /// a large part of an enumeration (see `Benchmarks/RESULTS.md`, "Measurements behind the
+    /// code"). An observer of an enumerated model is told of every change it would be told of
+    /// in SwiftData; it may also be told of a change to the same property of another model of
+    /// that batch.
     public func _firstObservation() -> _ModelObservation {
         guard sharesBatchObservation, let link = contextLink, link.handsOutBatch else { return _ModelObservation() }
         if let shared = link.batchObservation { return shared }
@@ -244,12 +246,11 @@ public final class ModelBackingData {
         if slots.isEmpty, unsetValues == 0, !encodedValues.isEmpty, encodedValues.count == entity.properties.count {
             // Values mode: the values are already in the store's form, and the snapshot
             // shares the model's array (a later write to the model copies it first). A copy
-            // here, made so that a store's snapshots lie together in memory, cost a 1M-row
-            // insert 190 MB of peak memory (the models' own arrays were freed among their
-            // other objects, where the heap cannot give the room back) and bought little
-            // speed: in an interleaved benchmark A/B at 1M rows, enumerate took 617 and 670 ms
-            // copying, 641 and 653 sharing; equality fetches and an unindexed count were 5-6%
-            // slower sharing, within the machine's run-to-run spread.
+            // here, made so that a store's snapshots lie together in memory, raised a large
+            // insert's peak memory (the models' own arrays were freed among their other
+            // objects, where the heap cannot give the room back) and bought no speed beyond
+            // the machine's run-to-run spread (see `Benchmarks/RESULTS.md`, "Measurements
+            // behind the code").
             return DefaultSnapshot(persistentIdentifier: persistentModelID, values: encodedValues)
         }
         var values: [SnapshotValue] = []

@@ -64,9 +64,9 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
 
     /// What `Set` and `Dictionary` hash: the key and the scope's number through one
     /// multiply-and-shift mix (``keyHash(_:seed:)``), not `Hasher`. Identifiers key every
-    /// dictionary a context keeps, and SipHash was a tenth of the time of a large save. Keys
-    /// are assigned by stores, not chosen by users, so the mix needs no defence against
-    /// chosen collisions.
+    /// dictionary a context keeps, and SipHash was a large part of a big save (see
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code"). Keys are assigned by
+    /// stores, not chosen by users, so the mix needs no defence against chosen collisions.
     public func _rawHashValue(seed: Int) -> Int {
         keyHash(UInt64(bitPattern: raw) ^ (UInt64(truncatingIfNeeded: scope.serial) &<< 48), seed: seed)
     }

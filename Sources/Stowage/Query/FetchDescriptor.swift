@@ -33,8 +33,8 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
 /// A fetch descriptor with its model type taken out: what ``ModelContext/fetch(_:)``
 /// passes from the app's module, where it is specialized for the model type, to code that
 /// is not generic. Code generic over the model type looked up the type metadata of
-/// `FetchDescriptor<T>`, `[T]`, `Predicate<T>` and the like at run time, each time: 15% of
-/// the instructions of a point fetch.
+/// `FetchDescriptor<T>`, `[T]`, `Predicate<T>` and the like at run time, each time, a large
+/// part of a point fetch (see `Benchmarks/RESULTS.md`, "Measurements behind the code").
 @usableFromInline
 struct ErasedFetchDescriptor {
     @usableFromInline let modelType: any PersistentModel.Type

@@ -22,11 +22,11 @@ struct PredicateCompiler {
     var kinds = VariableKinds()
 
     /// The kind of each variable in scope. A predicate binds one to three of them, so a
-    /// list searched from the end: a dictionary's allocation and hashing were a twentieth
-    /// of a point fetch.
+    /// list searched from the end, without a dictionary's allocation and hashing on every
+    /// fetch.
     struct VariableKinds {
         /// The first variable set, held inline: most predicates have only their model's,
-        /// and the list's allocation was 1.5% of a point fetch.
+        /// and so make no allocation for the list.
         private var first: (key: PredicateExpressions.VariableID, kind: Kind)?
         /// The variables set after it (those of nested closures), innermost last.
         private var entries: [(key: PredicateExpressions.VariableID, kind: Kind)] = []
@@ -90,7 +90,8 @@ struct PredicateCompiler {
 
     /// Whether each predicate expression type compiles on the fast path, and how, found
     /// once per type: the conditional conformance check behind `as? any
-    /// FastQueryCompilable` was about a twentieth of a point fetch.
+    /// FastQueryCompilable` is costly, and was made on every fetch (see
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code").
     private static let fastCompilers = Mutex<[ObjectIdentifier: FastCompiler?]>([:])
 
     /// The fast compiler for the dynamic type of `expression`, or `nil` when that type
@@ -147,8 +148,8 @@ struct PredicateCompiler {
                     "\(keyPath) is not a stored property of \(entity.name) (stored: "
                         + entity.properties.map(\.name).joined(separator: ", ") + ")")
             }
-            // The property's parts are read where they lie: copying its metadata was 2%
-            // of a point fetch.
+            // The property's parts are read where they lie, without copying its whole
+            // metadata on every fetch.
             let expression = QueryExpression.property(
                 base.0, entity: entity.name, index: entity.properties[index].index, name: entity.properties[index].name)
             if let relationship = entity.properties[index].relationship,

@@ -188,7 +188,7 @@ extension SnapshotTable {
     /// `key`. The encodings are compared, not the values: two strings Swift calls equal may
     /// differ in their bytes, and so in the index. (`EntityIndex.tupleKey` does the same
     /// for a whole snapshot, but calling it on the index in the records' array copied the
-    /// index: about 700 instructions a fetch in callgrind.)
+    /// index on every fetch.)
     static func holds(_ value: SnapshotValue, _ key: IndexKey) -> Bool {
         var encoder = IndexKeyEncoder()
         EntityIndex.append(value, to: &encoder)

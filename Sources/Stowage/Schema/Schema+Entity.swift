@@ -52,9 +52,9 @@ extension Schema {
         private let inverseCache = Mutex<[Int: InverseInfo?]>([:])
         /// Key path objects that property accessors passed, by identity. A key path literal
         /// is one object per call site, so after its first access an accessor finds its
-        /// property by pointer instead of hashing the key path's components (about a
-        /// third of the time of reading a property). Each entry keeps its key path alive,
-        /// so that its address cannot be reused by another; at most 512 are kept.
+        /// property by pointer instead of hashing the key path's components on every
+        /// read. Each entry keeps its key path alive, so that its address cannot be reused
+        /// by another; at most 512 are kept.
         private let keyPathObjects = Mutex<[KeyPathObject: HeldKeyPath]>([:])
 
         /// A key path object's address, hashed with one mix instead of `Hasher`.

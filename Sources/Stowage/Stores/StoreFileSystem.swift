@@ -105,8 +105,8 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
 
     public func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8] {
         guard count > 0 else { return [] }
-        // Not zeroed first: `pread` fills it (zeroing a checkpoint's megabytes before
-        // reading over them was 1% of opening a store), and only the bytes read count.
+        // Not zeroed first: `pread` fills it (zeroing a checkpoint's megabytes only to
+        // read over them slowed every open), and only the bytes read count.
         var failure: DataStoreError?
         let buffer = [UInt8](unsafeUninitializedCapacity: count) { raw, initialized in
             var done = 0

@@ -109,9 +109,9 @@ struct BlockCache {
     /// Keeps a block a scan read from bytes read ahead, once the cache has evicted, as the
     /// one scanned block instead of among the cached blocks: a scan of more records than
     /// the cache holds would only push out the blocks other reads use (as a large
-    /// sequential scan uses a ring of buffers of its own in PostgreSQL), and putting each
-    /// block in and evicting one was 9% of a count past the default cache. The scanned
-    /// block is held outside the capacity, like the bytes read ahead.
+    /// sequential scan uses a ring of buffers of its own in PostgreSQL), and put a block in
+    /// and evict another for each block it reads. The scanned block is held outside the
+    /// capacity, like the bytes read ahead.
     mutating func keepScanned(_ offset: Int64, _ block: CachedBlock) { scanned = (offset, block) }
 
     /// The offsets of the cached blocks, and of the scanned block: for tests.
@@ -123,11 +123,10 @@ struct BlockCache {
     /// A cache that has evicted holds less than the records being read: from then on it
     /// keeps their blocks as bytes only, three times denser than their decoded writes, and
     /// each read decodes its write again. Keeping them decoded too made reads past the
-    /// capacity evict decoded writes read long before, cold, and freeing those took a
-    /// quarter of a scan's time; with the default 32 MiB, ten unindexed counts over 100,000
-    /// records took 0.82–0.96 s that way, and 0.14–0.17 s keeping bytes (which then hold
-    /// every record: no block is read from the file again). A decoded write is never the
-    /// cause of an eviction either.
+    /// capacity evict decoded writes read long before, cold, and freeing those was a large
+    /// part of a scan's time; bytes alone may hold every record a scan reads, and then no
+    /// block is read from the file again (see `Benchmarks/RESULTS.md`, "Measurements behind
+    /// the code"). A decoded write is never the cause of an eviction either.
     mutating func setDecoded(_ offset: Int64, slot: Int, _ snapshot: DefaultSnapshot, cost: Int) {
         guard !hasEvicted, used + cost <= capacity, let i = byOffset[StoreNumber(offset)],
             slot < nodes[i].block.decoded.count, nodes[i].block.decoded[slot] == nil

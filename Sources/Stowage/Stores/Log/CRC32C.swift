@@ -2,8 +2,8 @@ import CCRC32C
 
 /// CRC32C (Castagnoli), with LevelDB's mask for checksums stored next to the data they
 /// cover. See `Formats/log.md`. The CPU's CRC32C instruction computes it where there is one
-/// (SSE 4.2, or Arm's CRC extension), about five times faster than the tables; slicing-by-8
-/// over tables is the fallback and the reference the tests hold the instruction to.
+/// (SSE 4.2, or Arm's CRC extension), much faster than the tables; slicing-by-8 over tables
+/// is the fallback and the reference the tests hold the instruction to.
 package enum CRC32C {
     /// Whether `update` uses the CPU's instruction. Asked of the CPU once.
     static let usesHardware = stowage_crc32c_hardware_available() != 0
@@ -72,8 +72,9 @@ package enum CRC32C {
     /// that come before it, which are known only once every piece is written. `crcA` is
     /// shifted over `lengthB` zero bytes by multiplying it by x^(8·lengthB) modulo the
     /// polynomial, a power made from the table of x^(2^k) (zlib's `crc32_combine` works
-    /// this way since 1.2.12). Building the operator matrices by squaring, as older zlib
-    /// did, took about 190,000 instructions a save.
+    /// this way since 1.2.12). Building the operator matrices by squaring on every call, as
+    /// older zlib did, was a noticeable part of every save (see `Benchmarks/RESULTS.md`,
+    /// "Measurements behind the code").
     static func combine(_ crcA: UInt32, _ crcB: UInt32, lengthB: Int) -> UInt32 {
         guard lengthB > 0 else { return crcA }
         return multiplyModP(xToThe(UInt64(lengthB), timesTwoToThe: 3), crcA) ^ crcB

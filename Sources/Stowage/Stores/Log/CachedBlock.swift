@@ -4,7 +4,7 @@ import Foundation
 /// so far, and the bytes themselves while some write is not decoded. A block read from the
 /// file keeps its bytes, and a read decodes the one write it needs; a block a save wrote
 /// comes with every write decoded, and keeps no bytes (they would only double what the
-/// cache holds: at a million rows, 180 MiB of them) nor where its writes start.
+/// cache holds) nor where its writes start.
 ///
 /// A version 4 block keeps its uncompressed bytes; a version 5 block keeps each write as
 /// stored, and a read of a compressed write decompresses that write (``packedLengths``).
@@ -23,8 +23,7 @@ struct CachedBlock: Sendable {
     let decompressedLength: Int
     var decoded: [DefaultSnapshot?]
     /// What a block a save wrote costs the cache, worked out when it is made, since its
-    /// slots are not kept (a probe inserting a million records in one save, 4 KiB blocks:
-    /// 5.8 MB less resident after the save); 0 for a block read from the file.
+    /// slots are not kept (they would only take memory); 0 for a block read from the file.
     private let savedCost: Int
 
     /// A block read from the file; `decoded` nil leaves every write to decode.

@@ -7,10 +7,9 @@ package enum LZ4Block {
 
     /// LZ4's acceleration for the log's writes of 4 KiB or more (`LZ4_compress_fast`; 1 is
     /// `LZ4_compress_default`): it looks for matches less hard and gives up sooner on bytes
-    /// that do not compress. Readers do not care: the block format is the same. At 4, the
-    /// benchmark's 1M-row log grew 1% (178.2 → 180.0 MB; at 8 it grew 5%), and compressing
-    /// took half the instructions (a save of 1000 updates, about 120 bytes a record:
-    /// 21.0k → 19.8k instructions an update, LZ4's share 11% → 6%).
+    /// that do not compress. Readers do not care: the block format is the same. At 4 the
+    /// log grows only a little and compressing costs much less; at 8 the log grows more (see
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code").
     static let acceleration: Int32 = 4
 
     /// The acceleration for an input of `length` bytes: a smaller one is compressed at 1,

@@ -15,12 +15,12 @@ package enum LogBlocks {
     /// A version 5 block's writes are compressed one by one, and a write that LZ4 cannot
     /// shorten (random bytes, data compressed already) costs as much to try as one it can:
     /// once this many writes of a commit in a row did not get shorter, a writer tries only
-    /// every ``probeInterval``-th write after them, until one compresses again. The
-    /// benchmark's records (random notes) spent 2.3k instructions an update in LZ4 when
-    /// every write was tried. The count runs on across the commit's blocks (it ran per
-    /// block until the fourteenth session: with 4 KiB blocks of about 25 writes, 8 of each
-    /// block's first writes were tried, and 38% of all). Readers do not care which writes
-    /// were tried.
+    /// every ``probeInterval``-th write after them, until one compresses again: records
+    /// that do not compress (the benchmark's random notes) then spend little in LZ4. The
+    /// count runs on across the commit's blocks: counted per block, every block's first
+    /// writes would be tried, a large share of all writes with small blocks (see
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code"). Readers do not care which
+    /// writes were tried.
     static let missesBeforeSkipping = 8
     /// See ``missesBeforeSkipping``.
     static let probeInterval = 16

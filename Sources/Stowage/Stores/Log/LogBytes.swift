@@ -162,7 +162,8 @@ package struct LogByteReader {
     /// The string of `bytes[range]` when they are valid UTF-8, else `nil`.
     ///
     /// `String(validating:as:)` is not specialized for these types: it looked up generic
-    /// metadata twice a call, a tenth of reading a record back. Decoding (which would repair
+    /// metadata twice a call, a large part of reading a record back (see
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code"). Decoding (which would repair
     /// bad bytes) and then comparing the result's bytes with the input validates as well,
     /// and ASCII, which cannot be bad, skips the comparison.
     static func validString(_ bytes: [UInt8], _ range: Range<Int>) -> String? {

@@ -70,9 +70,8 @@ package struct LogCheckpoint: Equatable {
 
     /// The payload of the checkpoint of `table`: the bytes of
     /// `LogCheckpoint(table, …).encode()`, written from the table's directory and trees as
-    /// they are. Copying the entries out first took 160 MB at 1M records with three
-    /// indexes (each index entry a 40-byte key and its primary key), on top of the store,
-    /// when a store closed.
+    /// they are. Copying the entries out first (each index entry a 40-byte key and its
+    /// primary key) held a second copy of every index on top of the store when it closed.
     /// - Throws: for version 4, when a record is not held by location.
     package static func payload(
         of table: SnapshotTable, transactionID: UInt64, map: LogEntityMap, versions: Int64 = 0,
@@ -85,8 +84,8 @@ package struct LogCheckpoint: Equatable {
     /// gives it, written through `spill` in pieces once it passes the spill's threshold, as
     /// a large commit is: the first piece starts with `LogFormat.frameSize` bytes of room for
     /// the frame. Returns the bytes not written yet (the whole payload, without that room,
-    /// if nothing was), and what was. A store that closed with a million records built
-    /// the whole payload (44 MiB) and then its compressed copy (34 MiB) on top of itself.
+    /// if nothing was), and what was. Built whole, the payload and then its compressed copy
+    /// were held on top of the store as it closed.
     /// - Throws: the first error of `spill`, once the table has been walked; for version 4,
     ///   when a record is not held by location.
     static func spilledPayload(

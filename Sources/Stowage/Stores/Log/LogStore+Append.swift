@@ -96,7 +96,7 @@ extension LogStore {
 
     /// Zero bytes to write from, shared by every store: making a new array of up to 1 MiB
     /// of zeros each time a save grew the file cost a fresh allocation, its page faults and
-    /// its `memset`, 15% of the benchmark's updates at a million records (perf).
+    /// its `memset` (see `Benchmarks/RESULTS.md`, "Measurements behind the code").
     private static let zeros = [UInt8](repeating: 0, count: 64 << 10)
 
     /// Writes `count` zero bytes at `offset`, in writes of at most 64 KiB.

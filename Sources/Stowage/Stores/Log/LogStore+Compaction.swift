@@ -162,8 +162,8 @@ extension LogStore {
             }
             if source.count > 0 {
                 // Written in pieces as it is encoded, like the one `checkpoint()` and closing
-                // write: a million records made a 44 MiB payload and a 34 MiB compressed
-                // copy, on top of the store and the file's new key directory.
+                // write: built whole, a large store's payload and its compressed copy were
+                // held at once, on top of the store and the file's new key directory.
                 let (spill, _) = pieces(of: .checkpoint, fd: fd, at: end)
                 let (tail, spilled) = try LogCheckpoint.spilledPayload(
                     of: rebuilt, transactionID: lastTransaction, map: newMap, versions: Int64(source.count),

@@ -121,11 +121,10 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// whole block): with a cache much smaller than the store, smaller blocks make each such
     /// read cheaper, while larger ones cost the cache a little less for each record it holds
     /// (in version 4 they also compressed a little better). A scan past the cache reads many blocks in one
-    /// `pread`, so their size hardly matters to it. In the benchmark at a million records
-    /// with the default caches, 4 KiB blocks against 16 KiB took 10,000 point fetches from
-    /// 148 to 87 ms, equality fetches from 8.0 to 4.9 s and range fetches from 242 to 117 ms;
-    /// counts, the full enumerate and the updates took the same time (±3%), and the file
-    /// was 2% larger.
+    /// `pread`, so their size hardly matters to it. Against 16 KiB, 4 KiB blocks made the
+    /// benchmark's fetches past the cache much faster, left counts, the full enumerate and
+    /// the updates as they were, and made the file slightly larger (see
+    /// `Benchmarks/RESULTS.md`, "Measurements behind the code").
     /// Readers accept blocks of any size, so it can change between opens; it applies to
     /// what is written from then on, and compaction rewrites every record with it. SwiftData
     /// has no such setting; RocksDB's `block_size` is the same trade.
@@ -133,9 +132,10 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// The most zero bytes a store writes after its last record whenever a record grows
     /// the file (`Formats/log.md`, "Writing"): an eighth of the file, at least 4 KiB, up to
     /// this. A save whose record fits in them leaves the file's size unchanged, so its
-    /// `fdatasync` has no file-system metadata to commit: on ext4 that took about 40% off
-    /// each durable save's sync. Opening reads such a tail as the end of the log; closing
-    /// cuts it off. 0 turns it off. SwiftData has no such setting.
+    /// `fdatasync` has no file-system metadata to commit, which on ext4 makes each durable
+    /// save's sync much shorter (see `Benchmarks/RESULTS.md`, "Measurements behind the
+    /// code"). Opening reads such a tail as the end of the log; closing cuts it off. 0 turns
+    /// it off. SwiftData has no such setting.
     public var reservedTail: Int = 1 << 20
     /// A commit larger than this goes to the file in pieces of about this size as it is
     /// encoded, its frame last, instead of being held whole in memory first (4 MiB).

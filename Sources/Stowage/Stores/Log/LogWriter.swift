@@ -64,8 +64,9 @@ final class LogWriter: @unchecked Sendable {
 /// A save appended to the log but not yet covered by a sync (durability `.full` only).
 ///
 /// What takes it back out of the table is made from these only if a sync fails
-/// (``completeUndo``), not for every save: made up front, it was about 6% of an update
-/// (callgrind, updates of 1000 in a save).
+/// (``completeUndo``), not up front for every save, which made every update pay for an
+/// undo that is almost never used (see `Benchmarks/RESULTS.md`, "Measurements behind the
+/// code").
 struct LogPendingSave {
     /// The save's sequence number: one more than the save appended before it.
     var sequence: UInt64

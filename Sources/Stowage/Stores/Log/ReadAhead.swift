@@ -1,10 +1,9 @@
 import Foundation
 
 /// A stretch of the log read ahead of a scan that reads blocks in file order past the
-/// cache: one `pread` of up to ``stretch`` bytes instead of two for each block. perf put
-/// the reads at 17% of ten unindexed counts over a million records with 4 KiB blocks and
-/// the default cache (9% with 16 KiB blocks, the default then), most of it in the system
-/// calls.
+/// cache: one `pread` of up to ``stretch`` bytes instead of two for each block. Reading a
+/// block at a time was a large part of such a scan, most of it in the system calls (see
+/// `Benchmarks/RESULTS.md`, "Measurements behind the code").
 ///
 /// A block read is taken to continue a scan when it starts at most ``gap`` bytes after the
 /// end of the block read before it (a commit's frame lies between its last block and the
