@@ -3,7 +3,7 @@ import Synchronization
 
 /// Reads a version 4 or 5 log's records back by location (`Formats/log.md`, "Reading records"):
 /// one block per miss, with `pread`, its checksum checked (and in version 4 decompressed),
-/// then kept in a least-recently-used cache bounded by what its blocks are taken to cost
+/// then kept in a cache (``BlockCache``, evicted by a clock) bounded by what its blocks are taken to cost
 /// (their bytes, and an estimate for each decoded write). A read decodes the one write it
 /// asks for from the cached bytes (in version 5 decompressing that write alone, if it is
 /// compressed); the blocks a save wrote come with every write decoded and no bytes.
