@@ -24,11 +24,16 @@ struct QueryExecutorTests {
         descriptor.fetchLimit = 5
         let query = try FetchQuery(descriptor, schema: container.schema)
         let plan = store.withTable { $0.plan(query) }
-        guard case .uniqueKey(let lookup) = plan.access else {
+        guard case .uniqueKey(let lookup, let text) = plan.access else {
             Issue.record("planned as \(plan)")
             return
         }
-        #expect(lookup.columnName == "email")
+        #expect(text.equal.map(\.0) == ["email"])
+        // The fetch runs the planner's first rule on its own; it finds the same look-up.
+        let indexes = try #require(store.withTable { $0.entities["Person"]?.indexes })
+        let run = try #require(QueryPlanner.uniqueLookup(query, indexes))
+        #expect(run.index == lookup.index && run.key == lookup.key)
+        #expect(indexes[lookup.index].columnNames == ["email"])
         #expect(plan.description == #"INDEX Person(email) EQ email = "p17@x"; SORT name ASC; LIMIT 5"#)
         #expect(try context.explain(descriptor) == plan.description)
         #expect(try context.fetch(descriptor).map(\.age) == [17])

@@ -22,25 +22,21 @@ public struct QueryPlan: Sendable, CustomStringConvertible {
         /// The entries of index `index` between `lower` and `upper`, forwards or backwards.
         indirect case indexScan(index: Int, lower: Bound?, upper: Bound?, reverse: Bool, text: ScanText)
         /// The one record a one-column unique index holds for a value: one look-up, through
-        /// the index's hash table when it has one (``UniqueKeyHint``).
-        case uniqueKey(UniqueLookup)
+        /// the index's hash table when it has one (``UniqueKeyHint``). It reads as the index
+        /// scan it stands for (`INDEX Person(email) EQ email = …`).
+        indirect case uniqueKey(UniqueLookup, text: ScanText)
         /// The union of several accesses, without duplicates.
         case union([Access])
     }
 
     /// A look-up of one value in a one-column unique index: the index, its column, the
-    /// value's encoded key and the index's hash table, and for `explain` the names and the
-    /// value. It reads as the index scan it replaces (`INDEX Person(email) EQ email = …`).
-    struct UniqueLookup: Sendable, CustomStringConvertible {
+    /// value's encoded key and the index's hash table. ``QueryPlanner/uniqueLookup(_:_:)``
+    /// finds it, and the fetch runs it without building the rest of a plan.
+    struct UniqueLookup: Sendable {
         let index: Int
         let column: Int
         let key: IndexKey
         let hint: UniqueKeyHint?
-        let indexName: String
-        let columnName: String
-        let value: SnapshotValue
-
-        var description: String { "\(indexName) EQ \(columnName) = \(value)" }
     }
 
     /// What an index scan reads, kept as values and turned into text only for `explain`.
@@ -99,7 +95,7 @@ public struct QueryPlan: Sendable, CustomStringConvertible {
         case .fullScan: return "SCAN \(entityName)"
         case .identifiers(let ids): return "IDS \(entityName) (\(ids.count))"
         case .indexScan(_, _, _, let reverse, let text): return "INDEX \(text)" + (reverse ? " REVERSE" : "")
-        case .uniqueKey(let lookup): return "INDEX \(lookup)"
+        case .uniqueKey(_, let text): return "INDEX \(text)"
         case .union(let parts): return "UNION(" + parts.map { describe($0, entityName) }.joined(separator: " | ") + ")"
         }
     }

@@ -38,11 +38,15 @@ struct QueryPlanner {
                 entityName: query.entity.name, access: .identifiers(ids.sorted()), residual: query.predicate,
                 sort: query.sort, orderedByIndex: false, offset: query.offset, limit: query.limit)
         }
-        if let lookup = uniqueLookup() {
+        if let lookup = Self.uniqueLookup(query, indexes) {
             // One record at most: no filter, and the sort has nothing to order.
+            let index = indexes[lookup.index]
+            var text = QueryPlan.ScanText(
+                index: index.description, equal: [(index.columnNames[0], Self.lookedUpValue(query, index))])
+            text.isExactUniqueLookup = true
             return QueryPlan(
-                entityName: query.entity.name, access: .uniqueKey(lookup), residual: nil, sort: query.sort,
-                orderedByIndex: false, offset: 0, limit: query.limit)
+                entityName: query.entity.name, access: .uniqueKey(lookup, text: text), residual: nil,
+                sort: query.sort, orderedByIndex: false, offset: 0, limit: query.limit)
         }
         let conjuncts = query.predicate.map(Self.conjuncts) ?? []
         let terms = conjuncts.map(term)
@@ -99,20 +103,21 @@ struct QueryPlanner {
         return finish(.fullScan, consumed: [], conjuncts: conjuncts, ordered: false)
     }
 
-    /// The look-up, for a query that is one equality between a property and a constant,
-    /// with no identifiers and no offset, when a one-column unique index covers the
-    /// property and takes the constant; `nil` otherwise. It is what ``bestIndex(_:)``
-    /// would choose for that query (an exact unique match outscores every other index),
-    /// found without building the terms.
-    func uniqueLookup() -> QueryPlan.UniqueLookup? {
-        guard query.offset == 0, query.limit != 0, case .compare(.equal, let l, let r)? = query.predicate else {
-            return nil
-        }
+    /// The planner's first rule: for a query that is one equality between a property and a
+    /// constant, with no identifiers and no offset, the look-up in the first one-column
+    /// unique index over the property that takes the constant; `nil` otherwise. It is what
+    /// ``bestIndex(_:)`` would choose for that query (an exact unique match outscores every
+    /// other index), found without building the terms. A static function of the query, so
+    /// that the fetch, which runs this rule before anything else, copies nothing to ask it.
+    static func uniqueLookup(_ query: FetchQuery, _ indexes: [EntityIndex]) -> QueryPlan.UniqueLookup? {
+        guard query.identifiers == nil, query.offset == 0, query.limit != 0,
+            case .compare(.equal, let l, let r)? = query.predicate
+        else { return nil }
         let column: Int
         let value: SnapshotValue
-        if let c = self.column(l), case .constant(let v) = r {
+        if let c = Self.column(l, query), case .constant(let v) = r {
             (column, value) = (c, v)
-        } else if let c = self.column(r), case .constant(let v) = l {
+        } else if let c = Self.column(r, query), case .constant(let v) = l {
             (column, value) = (c, v)
         } else {
             return nil
@@ -123,11 +128,24 @@ struct QueryPlanner {
             guard let coerced = indexes[i].coerce(value, column: 0) else { return nil }
             var encoder = IndexKeyEncoder()
             EntityIndex.append(coerced, to: &encoder)
-            return QueryPlan.UniqueLookup(
-                index: i, column: column, key: encoder.key, hint: indexes[i].hint,
-                indexName: indexes[i].description, columnName: indexes[i].columnNames[0], value: coerced)
+            return QueryPlan.UniqueLookup(index: i, column: column, key: encoder.key, hint: indexes[i].hint)
         }
         return nil
+    }
+
+    /// The constant of a query ``uniqueLookup(_:_:)`` answers, as `index` holds it, for
+    /// `explain`.
+    private static func lookedUpValue(_ query: FetchQuery, _ index: EntityIndex) -> SnapshotValue {
+        guard case .compare(.equal, let l, let r)? = query.predicate else { return .null }
+        let value: SnapshotValue
+        if case .constant(let v) = r {
+            value = v
+        } else if case .constant(let v) = l {
+            value = v
+        } else {
+            return .null
+        }
+        return index.coerce(value, column: 0) ?? value
     }
 
     // MARK: Choosing an index
@@ -287,7 +305,9 @@ struct QueryPlanner {
     }
 
     /// The property of the record under test that `expression` reads, if it is one.
-    func column(_ expression: QueryExpression) -> Int? {
+    func column(_ expression: QueryExpression) -> Int? { Self.column(expression, query) }
+
+    static func column(_ expression: QueryExpression, _ query: FetchQuery) -> Int? {
         guard case .property(.variable(let v), _, let index, _) = expression, v == query.rootVariable,
             !query.entity.properties[index].isRelationship
         else { return nil }

@@ -9,7 +9,7 @@ extension SnapshotTable {
     /// Runs a plan: reads candidates, tests the residual filter, sorts if the access did
     /// not give the order, and cuts the window, stopping early when it can.
     func run(_ query: FetchQuery, _ plan: QueryPlan, _ records: EntityRecords) throws -> [DefaultSnapshot] {
-        if case .uniqueKey(let lookup) = plan.access {
+        if case .uniqueKey(let lookup, _) = plan.access {
             return try uniqueRecord(lookup, records, entity: query.entity.name).map { [$0] } ?? []
         }
         let needsSort = !plan.sort.isEmpty
@@ -106,7 +106,7 @@ extension SnapshotTable {
                 body(pk)
                 return true
             }
-        case .uniqueKey(let lookup):
+        case .uniqueKey(let lookup, _):
             if let pk = records.indexes[lookup.index].tree.value(forKey: lookup.key) { body(pk) }
         case .union(let parts):
             for part in parts { collectKeys(part, records, entityName, body) }

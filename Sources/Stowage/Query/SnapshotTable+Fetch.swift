@@ -22,6 +22,11 @@ extension SnapshotTable {
         // `entities.values[position]` copies them (a retain of each of their parts).
         guard let position = entities.index(forKey: query.entity.name) else { throw unknown(query.entity.name) }
         let records = entities.values[position]
+        // The planner's first rule, run before the rest of a plan is built: a fetch by one
+        // unique value is the most common fetch there is.
+        if let lookup = QueryPlanner.uniqueLookup(query, records.indexes) {
+            return try uniqueRecord(lookup, records, entity: query.entity.name).map { [$0] } ?? []
+        }
         return try run(query, QueryPlanner(query: query, indexes: records.indexes).plan(), records)
     }
 
@@ -30,10 +35,11 @@ extension SnapshotTable {
     ///   filter over every record.
     public func count(_ query: FetchQuery) throws -> Int {
         guard let records = entities[query.entity.name] else { throw unknown(query.entity.name) }
-        let plan = QueryPlanner(query: query, indexes: records.indexes).plan()
-        if case .uniqueKey(let lookup) = plan.access {
-            return window(records.indexes[lookup.index].tree.value(forKey: lookup.key) == nil ? 0 : 1, plan)
+        if let lookup = QueryPlanner.uniqueLookup(query, records.indexes) {
+            let found = records.indexes[lookup.index].tree.value(forKey: lookup.key) != nil
+            return found ? 1 : 0
         }
+        let plan = QueryPlanner(query: query, indexes: records.indexes).plan()
         if plan.residual == nil, case .indexScan(let index, let lower, let upper, _, _) = plan.access {
             var total = 0
             forEachEntry(records.indexes[index], lower, upper, reverse: false) { _, _ in
@@ -69,11 +75,11 @@ extension SnapshotTable {
     /// - Complexity: as ``fetch(_:)``, without reading a record when an index answers exactly.
     public func identifiers(_ query: FetchQuery) throws -> [PersistentIdentifier] {
         guard let records = entities[query.entity.name] else { throw unknown(query.entity.name) }
-        let plan = QueryPlanner(query: query, indexes: records.indexes).plan()
-        if case .uniqueKey(let lookup) = plan.access {
+        if let lookup = QueryPlanner.uniqueLookup(query, records.indexes) {
             let found = records.indexes[lookup.index].tree.value(forKey: lookup.key)
             return found.map { [identifier(query.entity.name, $0)] } ?? []
         }
+        let plan = QueryPlanner(query: query, indexes: records.indexes).plan()
         if plan.residual == nil, plan.sort.isEmpty,
             case .indexScan(let index, let lower, let upper, let reverse, _) = plan.access
         {
@@ -101,9 +107,7 @@ extension SnapshotTable {
     /// primary key the index's tree holds for it (`.some(nil)` when none); `nil` when the
     /// query is planned otherwise. The tree's answer, without the index's hash table.
     func uniqueLookup(_ query: FetchQuery, _ records: EntityRecords) -> Int64?? {
-        guard case .uniqueKey(let lookup) = QueryPlanner(query: query, indexes: records.indexes).plan().access else {
-            return nil
-        }
+        guard let lookup = QueryPlanner.uniqueLookup(query, records.indexes) else { return nil }
         return .some(records.indexes[lookup.index].tree.value(forKey: lookup.key))
     }
 }
