@@ -64,6 +64,50 @@ package enum JSONDocumentWalk {
             self.positions = positions
             self.dropped = dropped
         }
+
+        /// The value of a field for the property at `position`, and what is wrong with it: a
+        /// relationship's primary keys as identifiers in this store, an attribute as
+        /// ``JSONValueCodec`` maps its type. The value is `nil` when it does not read at all.
+        fileprivate func read(_ json: JSONValue, at position: Int, storeIdentifier: String) -> (
+            SnapshotValue?, [JSONDocumentProblem.Field]
+        ) {
+            // The property is read in place, a member at a time, not copied: this runs for every
+            // value of the document.
+            guard let destination = properties[position].destination else {
+                do {
+                    return (
+                        try JSONValueCodec.readAttribute(
+                            json, typeName: properties[position].typeName, storeIdentifier: storeIdentifier),
+                        []
+                    )
+                } catch {
+                    return (nil, [.value(error.message)])
+                }
+            }
+            let isToMany = properties[position].isToMany
+            func reference(_ target: Int64) -> SnapshotValue {
+                .identifier(
+                    .permanent(entityName: destination, storeIdentifier: storeIdentifier, primaryKey: target))
+            }
+            switch (isToMany, json) {
+            case (false, .null): return (.null, [])
+            case (false, .integer(let target)): return (reference(target), [])
+            case (true, .array(let items)):
+                var targets: [SnapshotValue] = []
+                targets.reserveCapacity(items.count)
+                var wrong: [JSONDocumentProblem.Field] = []
+                for item in items {
+                    if case .integer(let target) = item {
+                        targets.append(reference(target))
+                    } else {
+                        wrong.append(.notAnIdentifier(destination: destination, found: item.typeName))
+                    }
+                }
+                return (.array(targets), wrong)
+            default:
+                return (nil, [.relationship(destination: destination, isToMany: isToMany, found: json.typeName)])
+            }
+        }
     }
 
     /// Walks the document in `bytes`, telling `visitor` what it reads and finds.
@@ -225,7 +269,7 @@ package enum JSONDocumentWalk {
                 continue
             }
             // A to-many relationship keeps the identifiers that read; each other item is reported.
-            let (value, wrong) = read(json, entity.properties[position], storeIdentifier)
+            let (value, wrong) = entity.read(json, at: position, storeIdentifier: storeIdentifier)
             for problem in wrong {
                 try visitor.report(.field(entity: name, key: key, field: field, problem))
             }
@@ -240,55 +284,15 @@ package enum JSONDocumentWalk {
             reported.append(position)
         }
         for position in values.indices where values[position] == nil {
-            let property = entity.properties[position]
-            if let missing = property.missing {
+            if let missing = entity.properties[position].missing {
                 values[position] = missing
             } else {
-                try visitor.report(.field(entity: name, key: key, field: property.name, .missing))
+                let field = entity.properties[position].name
+                try visitor.report(.field(entity: name, key: key, field: field, .missing))
                 values[position] = .null
                 reported.append(position)
             }
         }
         try visitor.record(key, values: values.map { $0 ?? .null }, reported: reported)
-    }
-
-    /// One field's value, and what is wrong with it: a relationship's primary keys as
-    /// identifiers in this store, an attribute as ``JSONValueCodec`` maps its type. The
-    /// value is `nil` when it does not read at all.
-    private static func read(
-        _ json: JSONValue, _ property: Entity.Property, _ storeIdentifier: String
-    ) -> (SnapshotValue?, [JSONDocumentProblem.Field]) {
-        guard let destination = property.destination else {
-            do {
-                return (
-                    try JSONValueCodec.readAttribute(
-                        json, typeName: property.typeName, storeIdentifier: storeIdentifier),
-                    []
-                )
-            } catch {
-                return (nil, [.value(error.message)])
-            }
-        }
-        func reference(_ target: Int64) -> SnapshotValue {
-            .identifier(.permanent(entityName: destination, storeIdentifier: storeIdentifier, primaryKey: target))
-        }
-        switch (property.isToMany, json) {
-        case (false, .null): return (.null, [])
-        case (false, .integer(let target)): return (reference(target), [])
-        case (true, .array(let items)):
-            var targets: [SnapshotValue] = []
-            targets.reserveCapacity(items.count)
-            var wrong: [JSONDocumentProblem.Field] = []
-            for item in items {
-                if case .integer(let target) = item {
-                    targets.append(reference(target))
-                } else {
-                    wrong.append(.notAnIdentifier(destination: destination, found: item.typeName))
-                }
-            }
-            return (.array(targets), wrong)
-        default:
-            return (nil, [.relationship(destination: destination, isToMany: property.isToMany, found: json.typeName)])
-        }
     }
 }

@@ -84,26 +84,25 @@ struct JSONTableLoader: JSONDocumentVisitor {
 
     /// Decodes an attribute as its Swift type; notes a relationship's targets.
     mutating func field(_ value: SnapshotValue, at position: Int, named field: String, key: Int64) -> String? {
-        let property = properties[position]
-        if let relationship = property.relationship {
+        // The property is read in place, a member at a time, not copied: the open does this for
+        // every value of the document.
+        if let destination = properties[position].relationship?.destination {
             let targets: [SnapshotValue]
             if case .array(let items) = value { targets = items } else { targets = [value] }
             for case .identifier(let id) in targets {
                 guard let target = id.primaryKey else { continue }
                 references.append(
-                    Reference(
-                        entity: entityName, key: key, field: field, destination: relationship.destination,
-                        target: target))
+                    Reference(entity: entityName, key: key, field: field, destination: destination, target: target))
             }
             return nil
         }
-        if value.isNull && !property.isOptional {
-            return "null, but \(property.typeName) is not optional"
+        if value.isNull && !properties[position].isOptional {
+            return "null, but \(properties[position].typeName) is not optional"
         }
         do {
-            _ = try property.decode(value)
+            _ = try properties[position].decode(value)
         } catch {
-            return "\(value.kindName) \(value) is not a valid \(property.typeName) (\(error))"
+            return "\(value.kindName) \(value) is not a valid \(properties[position].typeName) (\(error))"
         }
         return nil
     }
