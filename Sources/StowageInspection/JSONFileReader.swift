@@ -1,17 +1,23 @@
 import Foundation
 import Stowage
 
-/// Reads a `stowage-json` document (`Formats/json.md`) without model types: the store's
-/// own parser, schema reader and value mapping, with the checks of opening, except that
-/// values are checked against the stored type names (``ToolValueChecker``) instead of by
-/// decoding them as Swift types, and that every problem is collected instead of the first
-/// one thrown.
-enum JSONFileReader {
+/// Reads a `stowage-json` document (`Formats/json.md`) without model types: the tool's
+/// side of the store's own walk (``JSONDocumentWalk``), which checks values against the
+/// stored schema's type names (``ToolValueChecker``) instead of decoding them as Swift
+/// types, and collects every problem instead of stopping at the first.
+///
+/// A document of another format or version is not a store to the tool (``ToolFailure``);
+/// damage that leaves nothing after it readable (syntax, the store identifier, the schema,
+/// `records`) is the store's ``ToolStore/damage``; every other problem is one of its
+/// ``ToolStore/problems``. A few problems are worded for the tool's reports.
+struct JSONFileReader: JSONDocumentVisitor {
+    typealias Failure = ToolFailure
+
     /// The largest document read: 1 GiB (the store itself stops at 256 MiB by default).
     static let maximumSize = 1 << 30
 
     static func read(_ file: ToolFile, path: String) throws(ToolFailure) -> ToolStore {
-        var store = ToolStore(
+        let store = ToolStore(
             path: path, format: .json, formatVersion: Int(JSONDocument.formatVersion), fileSize: file.size,
             schema: nil, storeIdentifier: nil, createdAt: nil, nextPrimaryKey: 1, records: [:], log: nil,
             damage: nil, problems: [])
@@ -19,173 +25,142 @@ enum JSONFileReader {
             throw ToolFailure(.io, "\(path) is \(file.size) bytes, more than the \(maximumSize) this tool reads")
         }
         let bytes = try file.read(count: Int(file.size), at: 0)
-        let document: JSONValue
-        do {
-            document = try JSONParser.parse(bytes)
-        } catch {
+        var reader = JSONFileReader(path: path, bytes: bytes, store: store)
+        try JSONDocumentWalk.walk(bytes, maximumDepth: JSONParser.defaultMaximumDepth, &reader)
+        return reader.store
+    }
+
+    private let path: String
+    private let bytes: [UInt8]
+    private var store: ToolStore
+    private var storedNextKey: Int64 = 1
+    private var entities: [String: JSONDocumentWalk.Entity] = [:]
+    /// The entity whose records are being read, and its records so far.
+    private var entity: ToolSchema.Entity?
+    private var rows: [Int64: ToolRecord] = [:]
+
+    private init(path: String, bytes: [UInt8], store: ToolStore) {
+        self.path = path
+        self.bytes = bytes
+        self.store = store
+    }
+
+    // MARK: The walk's steps
+
+    /// Every problem is listed, so the list follows the document.
+    var order: JSONDocumentWalk.Order { .asWritten }
+
+    mutating func report(_ problem: JSONDocumentProblem) throws(ToolFailure) {
+        // A document the tool cannot read is not a store to it; damage that ends the walk is the
+        // store's `damage`. The tool words these, and a few others, for its own reports.
+        let notAStore = "\(path) is not a Stowage store"
+        switch problem {
+        case .notJSON(let error):
             store.damage = ToolProblem(
-                offset: offset(ofLine: error.line, column: error.column, in: bytes),
-                message: "it is not valid JSON: \(error)")
+                offset: Self.offset(ofLine: error.line, column: error.column, in: bytes), message: problem.message)
             store.damageLine = (error.line, error.column)
-            return store
-        }
-        guard case .object(let topList) = document else {
-            throw ToolFailure(.notAStore, "\(path) is not a Stowage store: it is \(document.typeName), not an object")
-        }
-        guard case .string(JSONDocument.formatName)? = topList.first(where: { $0.key == "format" })?.value else {
-            throw ToolFailure(
-                .notAStore, "\(path) is not a Stowage store: it has no \"format\": \"stowage-json\" member")
-        }
-        var top: [String: JSONValue] = [:]
-        for (key, value) in topList where top.updateValue(value, forKey: key) != nil {
-            store.problems.append(ToolProblem(offset: nil, message: "the document has the member \"\(key)\" twice"))
-        }
-        guard case .integer(let version)? = top["version"] else {
-            throw ToolFailure(.notAStore, "\(path): the stowage-json document has no integer \"version\"")
-        }
-        guard version == JSONDocument.formatVersion else {
+        case .notAnObject(let found):
+            throw ToolFailure(.notAStore, "\(notAStore): it is \(found), not an object")
+        case .noFormat:
+            throw ToolFailure(.notAStore, "\(notAStore): it has no \"format\": \"\(JSONDocument.formatName)\" member")
+        case .version(.integer(let version)?):
             throw ToolFailure(
                 .notAStore,
                 "\(path) is stowage-json version \(version); this tool reads version \(JSONDocument.formatVersion)")
-        }
-        let known: Set<String> = ["format", "version", "storeIdentifier", "nextPrimaryKey", "schema", "records"]
-        for unknown in top.keys.sorted() where !known.contains(unknown) {
-            store.problems.append(
-                ToolProblem(offset: nil, message: "the document has an unknown member \"\(unknown)\""))
-        }
-        guard case .string(let identifier)? = top["storeIdentifier"], !identifier.isEmpty else {
+        case .version:
+            throw ToolFailure(.notAStore, "\(path): the stowage-json document has no integer \"version\"")
+        case .storeIdentifier:
             store.damage = ToolProblem(offset: nil, message: "storeIdentifier must be a non-empty string")
-            return store
-        }
-        store.storeIdentifier = identifier
-        var storedNextKey: Int64 = 1
-        if case .integer(let next)? = top["nextPrimaryKey"], next >= 1 {
-            storedNextKey = next
-        } else {
-            store.problems.append(
-                ToolProblem(offset: nil, message: "nextPrimaryKey must be an integer of at least 1"))
-        }
-        let schema: ToolSchema
-        do {
-            schema = ToolSchema(try JSONDocument.readSchema(top["schema"] ?? .null))
-        } catch {
-            store.damage = ToolProblem(offset: nil, message: "the schema does not read: \(error.message)")
-            return store
-        }
-        store.schema = schema
-        guard case .object(let groups)? = top["records"] else {
+        case .schema(let reason):
+            store.damage = ToolProblem(offset: nil, message: "the schema does not read: \(reason.message)")
+        case .records:
             store.damage = ToolProblem(offset: nil, message: "records must be an object")
-            return store
+        case .repeatedEntity(let name):
+            add("records has the entity \"\(name)\" twice")
+        case .field(let entity, let key, let field, .relationship(let destination, _, let found)):
+            add(
+                .field(
+                    entity: entity, key: key, field: field, .value("a relationship to \(destination) holds \(found)")))
+        case .field(let entity, let key, let field, .notAnIdentifier(let destination, _)):
+            add(
+                .field(
+                    entity: entity, key: key, field: field,
+                    .value("a to-many relationship must hold \(destination) identifiers")))
+        default:
+            add(problem)
         }
+    }
 
-        var maximumKey: Int64 = 0
-        var seenEntities: Set<String> = []
-        for (entityName, group) in groups {
-            func problem(_ message: String) {
-                store.problems.append(ToolProblem(offset: nil, message: message))
-            }
-            guard seenEntities.insert(entityName).inserted else {
-                problem("records has the entity \"\(entityName)\" twice")
-                continue
-            }
-            guard let entity = schema.entity(named: entityName) else {
-                problem("records has an unknown entity \"\(entityName)\"")
-                continue
-            }
-            guard case .object(let list) = group else {
-                problem("records.\(entityName) must be an object, found \(group.typeName)")
-                continue
-            }
-            var rows: [Int64: ToolRecord] = [:]
-            for (keyText, record) in list {
-                guard let key = Int64(keyText), key >= 1, String(key) == keyText else {
-                    problem("\(entityName) record \"\(keyText)\": the identifier is not a positive integer")
-                    continue
-                }
-                guard rows[key] == nil else {
-                    problem("\(entityName) record \(key): the identifier appears twice")
-                    continue
-                }
-                maximumKey = max(maximumKey, key)
-                guard case .object(let fields) = record else {
-                    problem("\(entityName) record \(key) must be an object, found \(record.typeName)")
-                    continue
-                }
-                var values = [SnapshotValue?](repeating: nil, count: entity.properties.count)
-                // Fields already reported, so that the type check does not report them again.
-                var reported: Set<Int> = []
-                for (field, json) in fields {
-                    func fail(_ reason: String) {
-                        problem("\(entityName) record \(key), field \"\(field)\": \(reason)")
-                    }
-                    guard let index = entity.properties.firstIndex(where: { $0.name == field }) else {
-                        fail("the schema has no such property")
-                        continue
-                    }
-                    guard values[index] == nil else {
-                        fail("it appears twice")
-                        continue
-                    }
-                    let property = entity.properties[index]
-                    if let destination = property.destination {
-                        func reference(_ target: Int64) -> SnapshotValue {
-                            .identifier(
-                                .permanent(entityName: destination, storeIdentifier: identifier, primaryKey: target))
-                        }
-                        switch (property.isToMany, json) {
-                        case (false, .null): values[index] = .null
-                        case (false, .integer(let target)): values[index] = reference(target)
-                        case (true, .array(let items)):
-                            var targets: [SnapshotValue] = []
-                            for item in items {
-                                if case .integer(let target) = item {
-                                    targets.append(reference(target))
-                                } else {
-                                    fail("a to-many relationship must hold \(destination) identifiers")
-                                }
-                            }
-                            values[index] = .array(targets)
-                        default:
-                            fail("a relationship to \(destination) holds \(json.typeName)")
-                            values[index] = .null
-                            reported.insert(index)
-                        }
-                        continue
-                    }
-                    do {
-                        values[index] = try JSONValueCodec.readAttribute(
-                            json, typeName: property.typeName, storeIdentifier: identifier)
-                    } catch {
-                        fail(error.message)
-                        values[index] = .null
-                        reported.insert(index)
-                    }
-                }
-                for (index, value) in values.enumerated() where value == nil {
-                    let property = entity.properties[index]
-                    if property.isRelationship && property.isToMany {
-                        values[index] = .array([])
-                    } else if property.isOptional || property.isRelationship {
-                        values[index] = .null
-                    } else {
-                        problem("\(entityName) record \(key), field \"\(property.name)\": it is missing")
-                        reported.insert(index)
-                        values[index] = .null
-                    }
-                }
-                let complete = values.map { $0 ?? .null }
-                for (index, property) in entity.properties.enumerated() where !reported.contains(index) {
-                    if let message = ToolValueChecker.check(complete[index], property, storeIdentifier: identifier) {
-                        problem("\(entityName) record \(key), field \"\(property.name)\": \(message)")
-                    }
-                }
-                rows[key] = ToolRecord(key: key, values: complete, offset: nil)
-            }
-            store.records[entityName] = rows.keys.sorted().map { rows[$0]! }
+    mutating func header(storeIdentifier: String, nextPrimaryKey: Int64?) {
+        store.storeIdentifier = storeIdentifier
+        storedNextKey = nextPrimaryKey ?? 1
+    }
+
+    mutating func schema(_ stored: StoredSchema) {
+        let schema = ToolSchema(stored)
+        store.schema = schema
+        for entity in schema.entities where entities[entity.name] == nil {
+            entities[entity.name] = Self.reading(entity)
         }
-        for entity in schema.entities where store.records[entity.name] == nil { store.records[entity.name] = [] }
+    }
+
+    func entity(named name: String) -> JSONDocumentWalk.Entity? { entities[name] }
+
+    mutating func beginRecords(of entity: String, count: Int) {
+        self.entity = store.schema?.entity(named: entity)
+        rows = [:]
+    }
+
+    /// Values are checked once the record is whole (``record(_:values:reported:)``), the
+    /// ones filled in for missing fields with the rest.
+    func field(_ value: SnapshotValue, at position: Int, named field: String, key: Int64) -> String? { nil }
+
+    mutating func record(_ key: Int64, values: [SnapshotValue], reported: [Int]) {
+        guard let entity, let identifier = store.storeIdentifier else { return }
+        for (index, property) in entity.properties.enumerated() where !reported.contains(index) {
+            if let message = ToolValueChecker.check(values[index], property, storeIdentifier: identifier) {
+                add(.field(entity: entity.name, key: key, field: property.name, .value(message)))
+            }
+        }
+        rows[key] = ToolRecord(key: key, values: values, offset: nil)
+    }
+
+    mutating func endRecords() {
+        guard let entity else { return }
+        store.records[entity.name] = rows.keys.sorted().map { rows[$0]! }
+    }
+
+    mutating func end(maximumKey: Int64) {
+        for entity in store.schema?.entities ?? [] where store.records[entity.name] == nil {
+            store.records[entity.name] = []
+        }
         store.nextPrimaryKey = max(storedNextKey, maximumKey &+ 1)
-        return store
+    }
+
+    // MARK: Helpers
+
+    private mutating func add(_ problem: JSONDocumentProblem) { add(problem.message) }
+
+    private mutating func add(_ message: String) {
+        store.problems.append(ToolProblem(offset: nil, message: message))
+    }
+
+    /// How a stored entity's records read: each field by the first property of its name;
+    /// a record may lack a relationship (to-many: empty) or an optional value.
+    private static func reading(_ entity: ToolSchema.Entity) -> JSONDocumentWalk.Entity {
+        var positions: [String: Int] = [:]
+        for (position, property) in entity.properties.enumerated() where positions[property.name] == nil {
+            positions[property.name] = position
+        }
+        let properties = entity.properties.map { property in
+            let missing: SnapshotValue? =
+                property.isRelationship && property.isToMany
+                ? .array([]) : property.isOptional || property.isRelationship ? .null : nil
+            return JSONDocumentWalk.Entity.Property(
+                name: property.name, typeName: property.typeName, destination: property.destination,
+                isToMany: property.isToMany, missing: missing)
+        }
+        return JSONDocumentWalk.Entity(properties: properties, positions: positions)
     }
 
     /// The byte offset of a 1-based line and column (columns count bytes).

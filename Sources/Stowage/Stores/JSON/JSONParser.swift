@@ -44,7 +44,7 @@ package struct JSONSyntaxError: Error, CustomStringConvertible {
 /// A strict RFC 8259 parser over UTF-8 bytes, with a nesting-depth limit so that deeply
 /// nested input cannot exhaust the stack.
 package struct JSONParser {
-    static let defaultMaximumDepth = 64
+    package static let defaultMaximumDepth = 64
 
     private let bytes: [UInt8]
     private var position = 0
