@@ -17,8 +17,7 @@ public final class ModelContainer: Sendable {
     final class Core: Sendable {
         let schema: Schema
         let configurations: [any DataStoreConfiguration]
-        // Metatypes are immutable; the plan is only read.
-        nonisolated(unsafe) let migrationPlan: (any SchemaMigrationPlan.Type)?
+        let migrationPlan: (any SchemaMigrationPlan.Type)?
         let stores: [any DataStore]
         let storeForEntity: [String: Int]
         /// The one store, when there is one and it keeps a ``SnapshotTable``: found once, as

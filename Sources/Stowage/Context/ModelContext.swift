@@ -57,6 +57,9 @@ public final class ModelContext {
     public var uniquenessPolicy: UniquenessPolicy = .upsert
 
     let editingID = UUID()
+    /// In a custom migration stage's `didMigrate`: a read-only context on the records as
+    /// they were before the stage's conversion (``valuesBeforeMigration(of:as:)``).
+    var migrationPredecessor: ModelContext?
     /// The identity map. It does not keep models alive: see ``ModelRegistry``.
     ///
     /// `@exclusivity(unchecked)`: it is read or changed for every model fetched and every

@@ -91,6 +91,7 @@ public struct DataStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let ioFailure = Code("ioFailure")
         public static let storeUnusable = Code("storeUnusable")
         public static let unknownEntity = Code("unknownEntity")
+        public static let migrationFailed = Code("migrationFailed")
     }
 
     public let code: Code
@@ -133,4 +134,8 @@ public struct DataStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     public static let storeUnusable = DataStoreError(.storeUnusable, "")
     /// A request named an entity the store's schema lacks.
     public static let unknownEntity = DataStoreError(.unknownEntity, "")
+    /// A migration plan's stage failed: its code threw, or its conversion was refused. The
+    /// store is left as it was, at its old version. Stowage's own code: SwiftData reports
+    /// a failed migration as a failure to load the container.
+    public static let migrationFailed = DataStoreError(.migrationFailed, "")
 }

@@ -25,14 +25,32 @@ struct SchemaConversion: Sendable {
     /// schema's order) comes from.
     var entities: [String: [Source]] = [:]
 
+    /// What a conversion may do beyond the changes it infers within one schema version.
+    struct Options: Sendable, Equatable {
+        /// Convert across a change of schema version: a migration plan's stage allows it
+        /// (``MigrationStage``); without one, a new version is refused.
+        var acrossVersions = false
+        /// Treat a property whose type or kind changed as removed and added again (the new one
+        /// optional or defaulted): a custom stage's `didMigrate` fills it in, reading the old
+        /// values through ``ModelContext/valuesBeforeMigration(of:as:)``.
+        var replacesChangedProperties = false
+
+        init(acrossVersions: Bool = false, replacesChangedProperties: Bool = false) {
+            self.acrossVersions = acrossVersions
+            self.replacesChangedProperties = replacesChangedProperties
+        }
+    }
+
     /// The conversion from `stored` to `live` (the container's `schema`, described), or
     /// why there is none.
-    static func make(from stored: StoredSchema, to live: StoredSchema, schema: Schema)
+    static func make(from stored: StoredSchema, to live: StoredSchema, schema: Schema, options: Options = Options())
         throws(Refusal) -> SchemaConversion
     {
-        guard stored.version == live.version else {
+        guard stored.version == live.version || options.acrossVersions else {
             throw Refusal(
-                "the schema version changed, and Stowage migrates automatically only within one version")
+                "the schema version changed from \(stored.versionText) to \(live.versionText), and Stowage "
+                    + "converts without a migration plan only within one version; pass a SchemaMigrationPlan "
+                    + "whose schemas include both")
         }
         let wanted = Dictionary(live.entities.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         var conversion = SchemaConversion()
@@ -54,14 +72,18 @@ struct SchemaConversion: Sendable {
                     let sameKind =
                         was.typeName == property.typeName && was.destination == property.destination
                         && was.flags & ~9 == property.flags & ~9 && (was.flags & 1 == 0 || property.flags & 1 != 0)
-                    guard sameKind else {
+                    if sameKind {
+                        used.insert(from)
+                        sources.append(.stored(from))
+                        continue
+                    }
+                    // Changed in type or kind: a custom stage may drop it and add it again
+                    // (below), its didMigrate filling it in from the old values.
+                    guard options.replacesChangedProperties else {
                         throw Refusal(
                             "\(old.name).\(property.name) is \(was.summary) in the store and \(property.summary) "
-                                + "in the schema")
+                                + "in the schema; a custom MigrationStage can replace it")
                     }
-                    used.insert(from)
-                    sources.append(.stored(from))
-                    continue
                 }
                 // A property the store does not have.
                 if property.flags & 2 != 0 {

@@ -249,10 +249,11 @@ package enum JSONDocument {
     /// the checks that need every record.
     /// - Returns: The table; its store identifier is the document's.
     /// - Throws: The first problem found.
-    static func load(_ bytes: [UInt8], schema: Schema, maximumDepth: Int = JSONParser.defaultMaximumDepth)
-        throws(Problem) -> SnapshotTable
-    {
-        var loader = JSONTableLoader(schema: schema)
+    static func load(
+        _ bytes: [UInt8], schema: Schema, options: SchemaConversion.Options = .init(),
+        maximumDepth: Int = JSONParser.defaultMaximumDepth
+    ) throws(Problem) -> SnapshotTable {
+        var loader = JSONTableLoader(schema: schema, options: options)
         try JSONDocumentWalk.walk(bytes, maximumDepth: maximumDepth, &loader)
         try loader.checkReferences()
         let table = loader.table()

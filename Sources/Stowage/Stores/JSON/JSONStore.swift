@@ -47,6 +47,11 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             throw DataStoreError(.unsupportedFeature, "a JSONStoreConfiguration needs a schema")
         }
         let url = URL(fileURLWithPath: StorePath.followingLink(configuration.fileURL.standardizedFileURL.path))
+        if let migrationPlan, configuration.allowsSave {
+            let target = Self.migrationTarget(
+                configuration, path: url.path, directory: url.deletingLastPathComponent().path)
+            try MigrationRunner(plan: migrationPlan, target: target).run(containerSchema: schema)
+        }
         self.configuration = configuration
         self.schema = schema
         self.fs = configuration.fileSystem
@@ -96,7 +101,9 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             }
             let bytes = try fs.read(fd, count: Int(size), at: 0)
             do {
-                return (try JSONDocument.load(bytes, schema: schema), bytes.count)
+                return (
+                    try JSONDocument.load(bytes, schema: schema, options: configuration.conversionOptions), bytes.count
+                )
             } catch {
                 throw DataStoreError(error.code, "\(path): \(error.message); the file was left untouched")
             }
@@ -258,6 +265,17 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         }
     }
 
+    /// Writes the document as the store holds it now, with the schema it was opened with:
+    /// what a migration stage's conversion needs, since a conversion on open is otherwise
+    /// written by the next save.
+    func writeDocument() throws {
+        try writer.withLock { w in
+            try checkWritable(w)
+            let current = table.withLock { $0 }
+            try commit(&w, from: current, to: current)
+        }
+    }
+
     /// The document the store holds now, as it is (or would be) written.
     public func documentBytes() -> [UInt8] {
         JSONDocument.render(table.withLock { $0 })
@@ -292,6 +310,9 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
     @_spi(Testing) public var fileSystem: any StoreFileSystem = POSIXStoreFileSystem()
     /// A fixed store identifier for a new file (the sample files).
     @_spi(Testing) public var fixedStoreIdentifier: String?
+    /// What opening may convert beyond one schema version's changes: set by a migration
+    /// plan's stage on its working copy (``SchemaMigrationPlan``), never by an app.
+    var conversionOptions = SchemaConversion.Options()
 
     public init(
         name: String, schema: Schema? = nil, fileURL: URL, maximumFileSize: Int = defaultMaximumFileSize,

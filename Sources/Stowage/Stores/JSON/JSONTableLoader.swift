@@ -21,6 +21,7 @@ struct JSONTableLoader: JSONDocumentVisitor {
     }
 
     private let model: Schema
+    private let options: SchemaConversion.Options
     private var storeIdentifier = ""
     private var storedNextKey: Int64 = 1
     private var maximumKey: Int64 = 0
@@ -34,7 +35,10 @@ struct JSONTableLoader: JSONDocumentVisitor {
     private var properties: [Schema.PropertyMetadata] = []
     private var rows: [Int64: DefaultSnapshot] = [:]
 
-    init(schema: Schema) { model = schema }
+    init(schema: Schema, options: SchemaConversion.Options = .init()) {
+        model = schema
+        self.options = options
+    }
 
     // MARK: The walk's steps
 
@@ -61,7 +65,7 @@ struct JSONTableLoader: JSONDocumentVisitor {
         if let difference = stored.difference(from: described) {
             if !stored.differsOnlyInIndexes(from: described) {
                 do {
-                    conversion = try SchemaConversion.make(from: stored, to: described, schema: model)
+                    conversion = try SchemaConversion.make(from: stored, to: described, schema: model, options: options)
                 } catch {
                     throw JSONDocument.Problem(
                         .schemaMismatch,

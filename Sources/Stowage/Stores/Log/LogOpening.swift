@@ -85,7 +85,7 @@ struct LogOpening {
         if !preamble.schema.differsOnlyInIndexes(from: compared) {
             do {
                 reconciliation.conversion = try SchemaConversion.make(
-                    from: preamble.schema, to: compared, schema: schema)
+                    from: preamble.schema, to: compared, schema: schema, options: configuration.conversionOptions)
             } catch {
                 throw DataStoreError(
                     .schemaMismatch,

@@ -22,7 +22,10 @@ import Synchronization
 ///   and renamed properties, indexes and uniqueness constraints): the records are
 ///   converted, the indexes built from them, an added constraint checked against them, and
 ///   the file rewritten with the new schema. Stowage's counterpart of SwiftData's
-///   lightweight migration; a migration plan's stages are not run.
+///   lightweight migration within one schema version.
+/// - With a migration plan, a file written with an older version of the plan's schemas
+///   runs the plan's stages first (``SchemaMigrationPlan``), on a working copy that
+///   replaces the file only when every stage has finished.
 /// - ``compact()`` rewrites the live records into a new file and renames it into place.
 ///
 /// In format versions 4 and 5 the store keeps in memory the primary keys with where each record
@@ -63,6 +66,11 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             throw DataStoreError(.unsupportedFeature, "a LogStoreConfiguration needs a schema")
         }
         let url = URL(fileURLWithPath: StorePath.followingLink(configuration.url.standardizedFileURL.path))
+        if let migrationPlan, configuration.allowsSave {
+            let target = Self.migrationTarget(
+                configuration, path: url.path, directory: url.deletingLastPathComponent().path)
+            try MigrationRunner(plan: migrationPlan, target: target).run(containerSchema: schema)
+        }
         let opened = try Self.open(
             path: url.path, directory: url.deletingLastPathComponent().path, schema: schema,
             configuration: configuration)

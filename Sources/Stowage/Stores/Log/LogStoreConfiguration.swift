@@ -150,6 +150,9 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     @_spi(Testing) public var fixedStoreIdentifier: String?
     /// The clock for commit timestamps, in milliseconds since 1970 (the sample files).
     @_spi(Testing) public var clock: (@Sendable () -> Int64)?
+    /// What opening may convert beyond one schema version's changes: set by a migration
+    /// plan's stage on its working copy (``SchemaMigrationPlan``), never by an app.
+    var conversionOptions = SchemaConversion.Options()
 
     public init(
         name: String? = nil, schema: Schema? = nil, url: URL, durability: Durability = .full,

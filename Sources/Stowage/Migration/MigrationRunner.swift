@@ -1,0 +1,328 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Runs a ``SchemaMigrationPlan`` on a disk store before the store opens.
+///
+/// 1. Take the store's lock, so no other opener sees it half way; remove what a killed
+///    migration left beside it.
+/// 2. Find the store's version among the plan's `schemas`: by version identifier and
+///    shape, else by shape alone (a store written before the app had versions), else by
+///    identifier alone (a store whose indexes changed within its version). A store at the
+///    last version, or at the container's version and shape, needs nothing.
+/// 3. Copy the store to `<file>.migrating` (values in `<file>.blobs` are linked, not
+///    copied) and run each stage on the copy, in order: a custom stage's `willMigrate` on
+///    a context of the old version's models; the conversion, opening the copy with the
+///    new version's schema; `didMigrate` on a context of the new version's models.
+/// 4. Sync the copy, link its new values into `<file>.blobs`, and rename it over the
+///    store: that rename is the one moment the store changes. A failure or a crash
+///    before it leaves the store as it was, at its old version, ready to run the plan
+///    again; after it, the store is fully migrated.
+struct MigrationRunner {
+    let plan: any SchemaMigrationPlan.Type
+    let target: MigrationTarget
+
+    /// The suffix of the working copy's path, and the prefix of everything beside it.
+    static let workingSuffix = ".migrating"
+
+    var path: String { target.path }
+    var fs: any StoreFileSystem { target.fs }
+    var working: String { path + Self.workingSuffix }
+
+    /// Runs whatever stages the store needs. Returns the number of stages run.
+    /// - Throws: ``DataStoreError`` `.schemaMismatch` when the store's version is not in
+    ///   the plan or the plan's stages do not join its versions; `.migrationFailed` when a
+    ///   stage throws or its conversion is refused; `.storeLocked`, `.ioFailure`. The store
+    ///   is unchanged after every one of them.
+    @discardableResult
+    func run(containerSchema: Schema) throws -> Int {
+        let lockFD = try fs.lockStore(path: path, directory: target.directory, kind: target.kind)
+        defer { if lockFD >= 0 { fs.close(lockFD) } }
+        removeWorkingFiles()
+        guard let stored = try target.storedSchema(path) else { return 0 }
+        let versions = plan.schemas
+        let described = versions.map { StoredSchema(Schema(versionedSchema: $0)) }
+        let live = StoredSchema(containerSchema)
+        if stored.version == live.version, stored.hasSameShape(as: live) { return 0 }
+        guard let start = try position(of: stored, among: described, live: live) else { return 0 }
+        let stages = try self.stages(from: start, versions: versions)
+        if stages.isEmpty { return 0 }
+        do {
+            try copyStore(from: path, to: working)
+            if stored != described[start] {
+                // Found by its shape or its identifier alone: the copy first becomes exactly
+                // the plan's version, so that the stage's old-version contexts open it as it is.
+                try convert(
+                    to: Schema(versionedSchema: versions[start]), replacing: false,
+                    name: "matching the store to version \(versions[start].versionIdentifier)")
+            }
+            for (index, stage) in stages.enumerated() {
+                try run(stage, versions: (versions[start + index], versions[start + index + 1]))
+            }
+            try swapIn()
+        } catch {
+            removeWorkingFiles()
+            if let error = error as? DataStoreError, error.code == .migrationFailed || error.code == .ioFailure {
+                throw error
+            }
+            throw DataStoreError(
+                .migrationFailed,
+                "migrating \(path) from schema version \(stored.versionText) failed: \(Self.describe(error)); "
+                    + "the store is unchanged, at version \(stored.versionText)",
+                underlying: error)
+        }
+        return stages.count
+    }
+
+    // MARK: Finding the version
+
+    /// The position in the plan's `schemas` of the version the store was written with, or
+    /// `nil` when the store is at the container's version (opening converts what differs
+    /// within one version, or refuses it).
+    func position(of stored: StoredSchema, among described: [StoredSchema], live: StoredSchema) throws -> Int? {
+        let found =
+            described.lastIndex { $0.version == stored.version && $0.hasSameShape(as: stored) }
+            ?? described.firstIndex { $0.hasSameShape(as: stored) }
+            ?? described.lastIndex { $0.version == stored.version }
+        if let found { return found == described.count - 1 ? nil : found }
+        if stored.version == live.version { return nil }
+        let known = described.map(\.versionText).joined(separator: ", ")
+        let hashes = stored.structuralHashes.sorted { $0.key < $1.key }
+            .map { "\($0.key) \(String($0.value, radix: 16))" }.joined(separator: ", ")
+        throw DataStoreError(
+            .schemaMismatch,
+            "\(path) holds schema version \(stored.versionText) (entities \(hashes)), which is not among the "
+                + "migration plan's versions (\(known)) by identifier or by shape; the store is unchanged")
+    }
+
+    /// The stages from the version at `start` to the last, one a pair of consecutive
+    /// versions: the plan's stage for the pair, or a lightweight one where it has none.
+    func stages(from start: Int, versions: [any VersionedSchema.Type]) throws -> [MigrationStage] {
+        let position = Dictionary(
+            versions.enumerated().map { (ObjectIdentifier($0.element), $0.offset) }, uniquingKeysWith: { a, _ in a })
+        var byStart: [Int: MigrationStage] = [:]
+        for stage in plan.stages {
+            let (from, to) = stage.versions
+            guard let a = position[ObjectIdentifier(from)], let b = position[ObjectIdentifier(to)], b == a + 1 else {
+                throw DataStoreError(
+                    .schemaMismatch,
+                    "the migration plan has a stage from \(from.versionIdentifier) to \(to.versionIdentifier), "
+                        + "which are not consecutive versions of its schemas; the store at \(path) is unchanged")
+            }
+            guard byStart[a] == nil else {
+                throw DataStoreError(
+                    .schemaMismatch,
+                    "the migration plan has two stages from version \(from.versionIdentifier); the store at "
+                        + "\(path) is unchanged")
+            }
+            byStart[a] = stage
+        }
+        return (start..<(versions.count - 1)).map {
+            byStart[$0] ?? .lightweight(fromVersion: versions[$0], toVersion: versions[$0 + 1])
+        }
+    }
+
+    // MARK: Running a stage
+
+    /// Runs one stage on the working copy.
+    func run(_ stage: MigrationStage, versions: (from: any VersionedSchema.Type, to: any VersionedSchema.Type))
+        throws
+    {
+        let old = Schema(versionedSchema: versions.from)
+        let new = Schema(versionedSchema: versions.to)
+        let name = "the stage from \(versions.from.versionIdentifier) to \(versions.to.versionIdentifier)"
+        guard case .custom(_, _, let willMigrate, let didMigrate) = stage else {
+            try convert(to: new, replacing: false, name: name)
+            return
+        }
+        if let willMigrate {
+            try withContext(old, at: working) { context in
+                try stageCode(name, "willMigrate") {
+                    try willMigrate(context)
+                    if context.hasChanges { try context.save() }
+                }
+            }
+        }
+        guard let didMigrate else {
+            try convert(to: new, replacing: true, name: name)
+            return
+        }
+        // The records as they were before the conversion, for valuesBeforeMigration.
+        let before = working + "-before"
+        try copyStore(from: working, to: before)
+        defer { removeStoreFiles(before) }
+        try convert(to: new, replacing: true, name: name)
+        try withContext(old, at: before, readOnly: true) { previous in
+            try withContext(new, at: working) { context in
+                context.migrationPredecessor = previous
+                defer { context.migrationPredecessor = nil }
+                try stageCode(name, "didMigrate") {
+                    try didMigrate(context)
+                    if context.hasChanges { try context.save() }
+                }
+            }
+        }
+    }
+
+    /// Opens the working copy with `schema`, converting its records (the stage's step
+    /// between its two closures), makes the file hold them, and closes it.
+    func convert(to schema: Schema, replacing: Bool, name: String) throws {
+        let options = SchemaConversion.Options(acrossVersions: true, replacesChangedProperties: replacing)
+        let configuration = target.configuration(schema, working, options)
+        let store: any DataStore
+        do {
+            store = try configuration.makeStore(schema: schema, migrationPlan: nil)
+        } catch let error as DataStoreError where error.code == .schemaMismatch {
+            throw DataStoreError(
+                .migrationFailed,
+                "\(name) cannot convert \(path): \(error.message.replacingOccurrences(of: working, with: path)); "
+                    + "the store is unchanged",
+                underlying: error)
+        }
+        defer { target.close(store) }
+        try target.settle(store)
+    }
+
+    /// Runs `body` with a context on the store at `path` opened with `schema`, and closes the
+    /// store when it returns, whatever the body kept of the context.
+    func withContext<R>(_ schema: Schema, at path: String, readOnly: Bool = false, _ body: (ModelContext) throws -> R)
+        throws -> R
+    {
+        var configuration = target.configuration(schema, path, SchemaConversion.Options())
+        if readOnly { configuration = Self.readOnly(configuration) }
+        let container = try ModelContainer(for: schema, configurations: [configuration])
+        defer { for store in container.stores { target.close(store) } }
+        return try body(ModelContext(container))
+    }
+
+    static func readOnly(_ configuration: any DataStoreConfiguration) -> any DataStoreConfiguration {
+        if var log = configuration as? LogStoreConfiguration {
+            log.allowsSave = false
+            return log
+        }
+        if var json = configuration as? JSONStoreConfiguration {
+            json.allowsSave = false
+            return json
+        }
+        return configuration
+    }
+
+    /// Runs a stage's code, wrapping what it throws.
+    func stageCode(_ name: String, _ closure: String, _ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch {
+            throw DataStoreError(
+                .migrationFailed,
+                "\(closure) of \(name) threw: \(Self.describe(error)); the store at \(path) is unchanged",
+                underlying: error)
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DataStoreError { return error.message }
+        if let error = error as? SwiftDataError { return error.message.isEmpty ? "\(error.code)" : error.message }
+        return String(describing: error)
+    }
+
+    // MARK: Files
+
+    /// Copies the store at `source` (its file, and its companion directories by link) to
+    /// `destination`, synced.
+    func copyStore(from source: String, to destination: String) throws {
+        try copyFile(from: source, to: destination)
+        for suffix in target.companionSuffixes {
+            let from = source + suffix
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: from) else { continue }
+            let to = destination + suffix
+            try FileManager.default.createDirectory(
+                atPath: to, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            for name in names { try linkOrCopy(from + "/" + name, to + "/" + name) }
+            try fs.syncDirectory(to)
+        }
+        try fs.syncDirectory(target.directory)
+    }
+
+    func copyFile(from source: String, to destination: String) throws {
+        guard let input = try fs.open(source, mode: .readOnly) else {
+            throw DataStoreError(.ioFailure, "\(source) disappeared during the migration")
+        }
+        defer { fs.close(input) }
+        try fs.remove(destination)
+        guard let output = try fs.open(destination, mode: .createNew) else {
+            throw DataStoreError(.ioFailure, "cannot create \(destination)")
+        }
+        defer { fs.close(output) }
+        let size = try fs.size(input)
+        var offset: Int64 = 0
+        let chunk: Int64 = 4 << 20
+        while offset < size {
+            let bytes = try fs.read(input, count: Int(min(chunk, size - offset)), at: offset)
+            if bytes.isEmpty { break }
+            try fs.write(output, bytes, at: offset)
+            offset += Int64(bytes.count)
+        }
+        try fs.sync(output)
+    }
+
+    /// A hard link: values' files are written once and never changed.
+    func linkOrCopy(_ source: String, _ destination: String) throws {
+        if link(source, destination) == 0 { return }
+        try copyFile(from: source, to: destination)
+    }
+
+    /// Makes the working copy the store: its new values' files join the store's, then one
+    /// rename replaces the file.
+    func swapIn() throws {
+        guard let fd = try fs.open(working, mode: .readOnly) else {
+            throw DataStoreError(.ioFailure, "the working copy \(working) disappeared")
+        }
+        do {
+            try fs.sync(fd)
+            fs.close(fd)
+        } catch {
+            fs.close(fd)
+            throw error
+        }
+        for suffix in target.companionSuffixes {
+            let from = working + suffix
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: from), !names.isEmpty else {
+                continue
+            }
+            let to = path + suffix
+            if !FileManager.default.fileExists(atPath: to) {
+                try FileManager.default.createDirectory(
+                    atPath: to, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+            }
+            let existing = Set((try? FileManager.default.contentsOfDirectory(atPath: to)) ?? [])
+            for name in names where !existing.contains(name) {
+                try linkOrCopy(from + "/" + name, to + "/" + name)
+            }
+            try fs.syncDirectory(to)
+        }
+        try fs.syncDirectory(target.directory)
+        // The moment the store changes.
+        try fs.rename(working, to: path)
+        try fs.syncDirectory(target.directory)
+        removeWorkingFiles()
+    }
+
+    /// Removes the working copy and everything beside it: its lock, its companions, its
+    /// temporary files, the copy kept for valuesBeforeMigration.
+    func removeWorkingFiles() {
+        let prefix = URL(fileURLWithPath: working).lastPathComponent
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: target.directory)) ?? []
+        where name.hasPrefix(prefix) {
+            try? FileManager.default.removeItem(atPath: target.directory + "/" + name)
+        }
+    }
+
+    /// Removes a store's file, its lock and its companions.
+    func removeStoreFiles(_ path: String) {
+        for suffix in [""] + [".lock"] + target.companionSuffixes {
+            try? FileManager.default.removeItem(atPath: path + suffix)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+extension LogStore {
+    /// The log store as a migration's target (`Formats/log.md`, "Schema versions").
+    static func migrationTarget(_ configuration: LogStoreConfiguration, path: String, directory: String)
+        -> MigrationTarget
+    {
+        let fs = configuration.fileSystem
+        return MigrationTarget(
+            path: path, directory: directory, fs: fs, kind: "log store", companionSuffixes: [".blobs"],
+            storedSchema: { path in
+                guard let fd = try fs.open(path, mode: .readOnly) else { return nil }
+                defer { fs.close(fd) }
+                switch try LogPreamble.read(fs, fd, fileSize: try fs.size(fd)) {
+                case .success(let preamble): return preamble.schema
+                case .failure(.wrongFormat(let reason)):
+                    throw DataStoreError(
+                        .wrongFormat, "\(path) is not a Stowage log store: \(reason); it was left untouched")
+                case .failure(.damaged(_, let reason, _)):
+                    throw DataStoreError(.corruptStore, "\(path): \(reason); it was left untouched")
+                }
+            },
+            configuration: { schema, path, options in
+                var stage = configuration
+                stage.schema = schema
+                stage.url = URL(fileURLWithPath: path)
+                stage.conversionOptions = options
+                return stage
+            },
+            settle: { _ in },
+            close: { ($0 as? LogStore)?.close() })
+    }
+}
