@@ -64,11 +64,10 @@ struct MigrationRunner {
             try swapIn()
         } catch {
             removeWorkingFiles()
-            if let error = error as? DataStoreError, error.code == .migrationFailed || error.code == .ioFailure {
-                throw error
-            }
+            if let switched = error as? Switched { throw switched.error }
+            if let error = error as? DataStoreError, error.code == .migrationFailed { throw error }
             throw DataStoreError(
-                .migrationFailed,
+                (error as? DataStoreError)?.code == .ioFailure ? .ioFailure : .migrationFailed,
                 "migrating \(path) from schema version \(stored.versionText) failed: \(Self.describe(error)); "
                     + "the store is unchanged, at version \(stored.versionText)",
                 underlying: error)
@@ -286,27 +285,51 @@ struct MigrationRunner {
             fs.close(fd)
             throw error
         }
-        for suffix in target.companionSuffixes {
-            let from = working + suffix
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: from), !names.isEmpty else {
-                continue
+        // New values' files join the store's; a failure before the rename takes them out
+        // again, so that the store is as it was, byte for byte.
+        var linked: [String] = []
+        do {
+            for suffix in target.companionSuffixes {
+                let from = working + suffix
+                guard let names = try? FileManager.default.contentsOfDirectory(atPath: from), !names.isEmpty else {
+                    continue
+                }
+                let to = path + suffix
+                if !FileManager.default.fileExists(atPath: to) {
+                    try FileManager.default.createDirectory(
+                        atPath: to, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+                    linked.append(to)
+                }
+                let existing = Set((try? FileManager.default.contentsOfDirectory(atPath: to)) ?? [])
+                for name in names where !existing.contains(name) {
+                    try linkOrCopy(from + "/" + name, to + "/" + name)
+                    linked.append(to + "/" + name)
+                }
+                try fs.syncDirectory(to)
             }
-            let to = path + suffix
-            if !FileManager.default.fileExists(atPath: to) {
-                try FileManager.default.createDirectory(
-                    atPath: to, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-            }
-            let existing = Set((try? FileManager.default.contentsOfDirectory(atPath: to)) ?? [])
-            for name in names where !existing.contains(name) {
-                try linkOrCopy(from + "/" + name, to + "/" + name)
-            }
-            try fs.syncDirectory(to)
+            try fs.syncDirectory(target.directory)
+            // The moment the store changes.
+            try fs.rename(working, to: path)
+        } catch {
+            for added in linked.reversed() { try? FileManager.default.removeItem(atPath: added) }
+            throw error
         }
-        try fs.syncDirectory(target.directory)
-        // The moment the store changes.
-        try fs.rename(working, to: path)
-        try fs.syncDirectory(target.directory)
+        do {
+            try fs.syncDirectory(target.directory)
+        } catch {
+            throw Switched(
+                error: DataStoreError(
+                    .ioFailure,
+                    "\(path) was migrated and renamed into place, but syncing its directory failed: after a power "
+                        + "loss it may be the old store again, which the plan migrates on the next open",
+                    underlying: error))
+        }
         removeWorkingFiles()
+    }
+
+    /// A failure after the rename: the store is migrated already.
+    struct Switched: Error {
+        let error: DataStoreError
     }
 
     /// Removes the working copy and everything beside it: its lock, its companions, its
