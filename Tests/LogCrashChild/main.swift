@@ -10,6 +10,9 @@
 //                                       DataStoreError code, e.g. "storeLocked"
 //   LogCrashChild read <store-file>     opens the store read-only (allowsSave: false);
 //                                       prints "opened <batches>" or the DataStoreError code
+//   LogCrashChild migrate <store-file> log|json
+//                                       opens the store with ParcelPlan (V1 to V2), prints
+//                                       "migrated <parcels>"
 //   LogCrashChild default               opens ModelContainer(for:) with no configuration
 //                                       (under $XDG_DATA_HOME), saves one batch, prints
 //                                       "saved <path>"
@@ -57,6 +60,15 @@ do {
             }
             next += 1
         }
+    case "migrate" where arguments.count >= 4:
+        let schema = Schema(versionedSchema: ParcelV2.self)
+        let url = URL(fileURLWithPath: arguments[2])
+        let configuration: any DataStoreConfiguration =
+            arguments[3] == "json"
+            ? JSONStoreConfiguration(name: "parcels", schema: schema, fileURL: url)
+            : LogStoreConfiguration(schema: schema, url: url)
+        let container = try ModelContainer(for: schema, migrationPlan: ParcelPlan.self, configurations: [configuration])
+        say("migrated \(try ModelContext(container).fetchCount(FetchDescriptor<ParcelV2.Parcel>()))")
     case "lock" where arguments.count >= 3:
         let configuration = LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))
         do {

@@ -40,7 +40,9 @@ struct MigrationFaultTests {
         let items = try context.fetch(FetchDescriptor<TodoV3.TodoItem>(sortBy: [SortDescriptor(\.createdAt)]))
         #expect(items.map(\.title) == ["Call", "Shop", "Cook"])
         #expect(items.map(\.priority) == [1, 0, 1])
-        #expect(items.map { $0.attachment.map { String(decoding: $0, as: UTF8.self) } } == items.map { "note for \($0.title)" })
+        #expect(
+            items.map { $0.attachment.map { String(decoding: $0, as: UTF8.self) } }
+                == items.map { "note for \($0.title)" })
     }
 
     @Test(arguments: MigrationStoreKind.allCases)
