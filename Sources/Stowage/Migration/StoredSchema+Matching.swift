@@ -19,7 +19,8 @@ extension StoredSchema {
     /// A stable hash of each entity's shape (its properties in order with their types,
     /// optionality and relationships, its uniqueness constraints and indexes), by entity
     /// name: 64-bit FNV-1a over a canonical text, so that it is the same in every process
-    /// and on every machine. `stowage inspect` prints it beside each entity.
+    /// and on every machine. A migration that cannot place a store names its entities by
+    /// these in its error, to compare with an app's versions.
     package var structuralHashes: [String: UInt64] {
         var hashes: [String: UInt64] = [:]
         for entity in withoutExternalFlags.entities {
