@@ -116,6 +116,13 @@ let package = Package(
             dependencies: ["Stowage", "StowageTestSupport"]
         ),
         .testTarget(
+            // The seeds' migration plans as their documents write them (`static var`
+            // version identifiers), which compiles in the Swift 5 language mode only.
+            name: "MigrationSeedTests",
+            dependencies: ["Stowage", "StowageTestSupport"],
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        .testTarget(
             name: "StowageToolTests",
             dependencies: ["Stowage", "StowageInspection", "StowageTestSupport"],
             // The expected transcripts, which the tests read from the source tree by path.
