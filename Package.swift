@@ -48,6 +48,7 @@ let package = Package(
         .executable(name: "btree-bench", targets: ["BTreeBench"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
         .executable(name: "stowage", targets: ["StowageTool"]),
+        .executable(name: "migration-bench", targets: ["MigrationBench"]),
     ],
     targets: [
         .macro(
@@ -97,6 +98,11 @@ let package = Package(
             name: "StowageBench",
             dependencies: ["Stowage", "CSQLite"],
             path: "Benchmarks/StowageBench"
+        ),
+        .executableTarget(
+            name: "MigrationBench",
+            dependencies: ["Stowage", "CSQLite"],
+            path: "Benchmarks/MigrationBench"
         ),
         .executableTarget(
             name: "BTreeBench",
