@@ -477,3 +477,75 @@ struct MigrationPlanTests {
         _ = holder
     }
 }
+
+// The format samples' models, as a plan's first version, and a second that adds a rating.
+
+enum SampleV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentModel.Type] { [LogSampleTrip.self, LogSampleItem.self] }
+}
+
+enum SampleV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [LogSampleTrip.self, LogSampleItem.self] }
+
+    @Model final class LogSampleTrip {
+        var name: String
+        var startDate: Date
+        var budget: Double = 0
+        var note: String?
+        @Relationship(deleteRule: .cascade, inverse: \LogSampleItem.trip) var items: [LogSampleItem] = []
+        var rating: Int = 0
+        init(name: String, startDate: Date) {
+            self.name = name
+            self.startDate = startDate
+        }
+    }
+
+    @Model final class LogSampleItem {
+        var name: String
+        var quantity: Int = 1
+        var trip: LogSampleTrip?
+        init(name: String) { self.name = name }
+    }
+}
+
+enum SamplePlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [SampleV1.self, SampleV2.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: SampleV1.self, toVersion: SampleV2.self, willMigrate: nil,
+                didMigrate: { context in
+                    for trip in try context.fetch(FetchDescriptor<SampleV2.LogSampleTrip>()) {
+                        trip.rating = trip.items.reduce(0) { $0 + $1.quantity }
+                    }
+                })
+        ]
+    }
+}
+
+@Suite("Migration of the format samples")
+struct SampleMigrationTests {
+    /// Every log format version's sample migrates, its records and relationships intact.
+    @Test(arguments: ["trips-v1.stowlog", "trips-v3.stowlog", "trips-v4.stowlog", "trips-v5.stowlog"])
+    func eachFormatVersionsSampleMigrates(_ name: String) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try FileManager.default.copyItem(
+            at: LogGoldenTests.samples.appendingPathComponent(name), to: directory.storeURL)
+        let expected: [String: Int]
+        do {
+            let context = ModelContext(try MigrationStoreKind.log.container(SampleV1.self, in: directory))
+            expected = Dictionary(
+                uniqueKeysWithValues: try context.fetch(FetchDescriptor<LogSampleTrip>()).map {
+                    ($0.name, $0.items.reduce(0) { $0 + $1.quantity })
+                })
+        }
+        #expect(!expected.isEmpty)
+        let context = ModelContext(
+            try MigrationStoreKind.log.container(SampleV2.self, plan: SamplePlan.self, in: directory))
+        let trips = try context.fetch(FetchDescriptor<SampleV2.LogSampleTrip>())
+        #expect(Dictionary(uniqueKeysWithValues: trips.map { ($0.name, $0.rating) }) == expected)
+    }
+}
