@@ -23,6 +23,24 @@ struct PlannerTests {
         #expect(plan == "INDEX Chore(isCompleted, priority) EQ isCompleted = false RANGE priority > 4")
     }
 
+    /// `x >= a && x < b`, the way an app walks a table in batches: one range scan of the
+    /// index between the bounds, not a scan from one bound to the end with the other as a filter.
+    @Test func twoBoundsOnOneColumnAreOneRange() throws {
+        let low = 3
+        let high = 7
+        let plan = try context.explain(
+            FetchDescriptor<Chore>(predicate: #Predicate { $0.priority >= low && $0.priority < high }))
+        #expect(plan == "INDEX Chore(priority) RANGE priority >= 3 AND priority < 7")
+        for i in 0..<12 {
+            context.insert(Chore(seq: i, title: "c\(i)", priority: i, isCompleted: false, dueDate: nil))
+        }
+        try context.save()
+        let found = try context.fetch(
+            FetchDescriptor<Chore>(
+                predicate: #Predicate { $0.priority >= low && $0.priority < high && $0.priority > 3 }))
+        #expect(found.map(\.priority).sorted() == [4, 5, 6])
+    }
+
     @Test func whatTheIndexDoesNotCoverStaysAFilter() throws {
         var descriptor = FetchDescriptor<Chore>(predicate: #Predicate { $0.isCompleted && $0.title.contains("x") })
         descriptor.fetchLimit = 25

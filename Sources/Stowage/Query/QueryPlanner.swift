@@ -176,7 +176,7 @@ struct QueryPlanner {
                     consumed.insert(found.offset)
                     continue columns
                 }
-                if let found = terms.enumerated().first(where: { _, t in
+                func fits(_ t: Term?) -> Bool {
                     switch t {
                     case .range(column, let lo, let hi)?:
                         return (lo.map { index.coerce($0.0, column: c) != nil } ?? true)
@@ -184,10 +184,25 @@ struct QueryPlanner {
                     case .prefix(column, _)?: return index.columnKinds[c] == .other
                     default: return false
                     }
-                }) {
+                }
+                if let found = terms.enumerated().first(where: { fits($0.element) }) {
                     range = found.element
                     rangeColumn = c
-                    if case .range = found.element { consumed.insert(found.offset) }
+                    if case .range(_, var lower, var upper)? = found.element {
+                        consumed.insert(found.offset)
+                        // A bound the first term lacks, from another term on the column
+                        // (`x >= a && x < b`): one range, not a range and a filter.
+                        for (offset, term) in terms.enumerated() where offset != found.offset && fits(term) {
+                            guard case .range(_, let lo, let hi)? = term else { continue }
+                            let takesLower = lower == nil && lo != nil
+                            let takesUpper = upper == nil && hi != nil
+                            guard (takesLower || lo == nil) && (takesUpper || hi == nil) else { continue }
+                            if takesLower { lower = lo }
+                            if takesUpper { upper = hi }
+                            consumed.insert(offset)
+                        }
+                        range = .range(column: column, lower: lower, upper: upper)
+                    }
                 }
                 break
             }
