@@ -335,10 +335,16 @@ struct MigrationRunner {
     /// Removes the working copy and everything beside it: its lock, its companions, its
     /// temporary files, the copy kept for valuesBeforeMigration.
     func removeWorkingFiles() {
-        let prefix = URL(fileURLWithPath: working).lastPathComponent
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: target.directory)) ?? []
+        Self.removeLeftovers(of: path, in: target.directory)
+    }
+
+    /// Removes what a migration of the store at `path` left beside it (`<file>.migrating*`):
+    /// every writer's open does this under the store's lock, which a running migration holds.
+    static func removeLeftovers(of path: String, in directory: String) {
+        let prefix = URL(fileURLWithPath: path).lastPathComponent + workingSuffix
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         where name.hasPrefix(prefix) {
-            try? FileManager.default.removeItem(atPath: target.directory + "/" + name)
+            try? FileManager.default.removeItem(atPath: directory + "/" + name)
         }
     }
 

@@ -126,6 +126,8 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             where name.hasPrefix(prefix) {
                 try fs.remove(directory + "/" + name)
             }
+            // So may a migration killed before or just after its rename.
+            MigrationRunner.removeLeftovers(of: path, in: directory)
             if let fd = try fs.open(path, mode: .existing) {
                 let (table, size) = try load(fd)
                 return (table, lockFD, size)

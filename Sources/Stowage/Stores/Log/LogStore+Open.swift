@@ -39,6 +39,8 @@ extension LogStore {
             do {
                 // A compaction that did not reach its rename leaves this behind; the lock is ours.
                 try fs.remove(path + ".compact")
+                // So may a migration killed before or just after its rename.
+                MigrationRunner.removeLeftovers(of: path, in: directory)
                 guard let existing = try fs.open(path, mode: .existing) else {
                     return try create(
                         lockFD: lockFD, path: path, directory: directory, schema: schema,
