@@ -549,3 +549,87 @@ struct SampleMigrationTests {
         #expect(Dictionary(uniqueKeysWithValues: trips.map { ($0.name, $0.rating) }) == expected)
     }
 }
+
+// V2 drops the Draft entity: its records must go first.
+
+enum DraftsV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentModel.Type] { [Memo.self, Draft.self] }
+    @Model final class Memo {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+    @Model final class Draft {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+}
+
+enum DraftsV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Memo.self] }
+    @Model final class Memo {
+        var text: String
+        init(text: String) { self.text = text }
+    }
+}
+
+enum DraftsDroppedPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [DraftsV1.self, DraftsV2.self] }
+    static var stages: [MigrationStage] { [.lightweight(fromVersion: DraftsV1.self, toVersion: DraftsV2.self)] }
+}
+
+/// willMigrate turns each draft into a memo and deletes it.
+enum DraftsPublishedPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [DraftsV1.self, DraftsV2.self] }
+    static var stages: [MigrationStage] {
+        [
+            .custom(
+                fromVersion: DraftsV1.self, toVersion: DraftsV2.self,
+                willMigrate: { context in
+                    for draft in try context.fetch(FetchDescriptor<DraftsV1.Draft>()) {
+                        context.insert(DraftsV1.Memo(text: draft.text))
+                        context.delete(draft)
+                    }
+                }, didMigrate: nil)
+        ]
+    }
+}
+
+@Suite("Migration: a dropped entity")
+struct DroppedEntityMigrationTests {
+    static func write(_ kind: MigrationStoreKind, in directory: LogTestDirectory) throws {
+        let context = ModelContext(try kind.container(DraftsV1.self, in: directory))
+        context.insert(DraftsV1.Memo(text: "kept"))
+        context.insert(DraftsV1.Draft(text: "draft"))
+        try context.save()
+    }
+
+    @Test(arguments: MigrationStoreKind.allCases)
+    func anEntityWithRecordsIsNotDropped(_ kind: MigrationStoreKind) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try Self.write(kind, in: directory)
+        let before = directoryBytes(directory.url)
+        let error = #expect(throws: DataStoreError.self) {
+            try kind.container(DraftsV2.self, plan: DraftsDroppedPlan.self, in: directory)
+        }
+        #expect(error?.code == .migrationFailed)
+        #expect(error?.message.contains("1 Draft records, which the schema lacks") == true, "\(error?.message ?? "")")
+        #expect(directoryBytes(directory.url) == before)
+    }
+
+    @Test(arguments: MigrationStoreKind.allCases)
+    func anEntityWillMigrateEmptiedIsDropped(_ kind: MigrationStoreKind) throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try Self.write(kind, in: directory)
+        do {
+            let context = ModelContext(try kind.container(DraftsV2.self, plan: DraftsPublishedPlan.self, in: directory))
+            #expect(try context.fetch(FetchDescriptor<DraftsV2.Memo>()).map(\.text).sorted() == ["draft", "kept"])
+        }
+        // The file no longer lists Draft: V2 opens it without the plan.
+        let context = ModelContext(try kind.container(DraftsV2.self, in: directory))
+        #expect(try context.fetchCount(FetchDescriptor<DraftsV2.Memo>()) == 2)
+    }
+}

@@ -9,9 +9,9 @@ import Foundation
 /// to-many relationships, or attributes with a default value; removed properties (their
 /// values are dropped); a property renamed with `originalName`; a property made optional;
 /// a `Data` attribute moved into or out of external storage; and any change of indexes and
-/// uniqueness constraints (an added constraint is checked against the records). Anything
-/// else, including an entity the store has and the schema lacks (its records would be
-/// lost), needs a migration and is refused.
+/// uniqueness constraints (an added constraint is checked against the records); an entity
+/// the schema lacks, when the store holds none of its records. Anything else, including
+/// such an entity with records (they would be lost), needs a migration and is refused.
 struct SchemaConversion: Sendable {
     /// Where one value of a converted record comes from.
     enum Source: Sendable {
@@ -24,6 +24,15 @@ struct SchemaConversion: Sendable {
     /// For each entity the store has, where each of its values (in the container's
     /// schema's order) comes from.
     var entities: [String: [Source]] = [:]
+    /// Entities the store has and the schema lacks. A store may drop one only when it holds
+    /// none of its records (a custom stage's `willMigrate` may have deleted them):
+    /// ``refusal(dropping:records:)`` says why otherwise.
+    var droppedEntities: Set<String> = []
+
+    /// Why a store that holds `records` of the dropped entity `name` cannot convert.
+    static func refusal(dropping name: String, records: Int) -> String {
+        "the store has \(records) \(name) records, which the schema lacks; they would be lost"
+    }
 
     /// What a conversion may do beyond the changes it infers within one schema version.
     struct Options: Sendable, Equatable {
@@ -56,7 +65,9 @@ struct SchemaConversion: Sendable {
         var conversion = SchemaConversion()
         for old in stored.entities {
             guard let new = wanted[old.name], let entity = schema.entitiesByName[old.name] else {
-                throw Refusal("the store has \(old.name) records, which the schema lacks; they would be lost")
+                // Dropped: the store refuses it if it holds any record of it (``droppedEntities``).
+                conversion.droppedEntities.insert(old.name)
+                continue
             }
             var sources: [Source] = []
             var used = Set<Int>()

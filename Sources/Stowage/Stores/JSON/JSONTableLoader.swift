@@ -28,6 +28,8 @@ struct JSONTableLoader: JSONDocumentVisitor {
     /// Uniqueness constraints the container's schema has and the stored one lacks.
     private var addedUniqueness: [String: [[String]]] = [:]
     private var entities: [String: JSONDocumentWalk.Entity] = [:]
+    /// Entities the store has and the schema drops: they must hold no record.
+    private var dropped: Set<String> = []
     private var live: [String: [Int64: DefaultSnapshot]] = [:]
     private var references: [Reference] = []
     /// The entity whose records are being read, and its records so far.
@@ -75,11 +77,21 @@ struct JSONTableLoader: JSONDocumentVisitor {
             addedUniqueness = stored.addedUniqueness(in: described)
         }
         entities = Self.entities(of: model, stored: stored, conversion: conversion)
+        // An entity the schema drops reads, so that its records, if any, can be refused.
+        for name in conversion?.droppedEntities ?? [] {
+            entities[name] = JSONDocumentWalk.Entity(properties: [], positions: [:])
+            dropped.insert(name)
+        }
     }
 
     func entity(named name: String) -> JSONDocumentWalk.Entity? { entities[name] }
 
-    mutating func beginRecords(of entity: String, count: Int) {
+    mutating func beginRecords(of entity: String, count: Int) throws(JSONDocument.Problem) {
+        if dropped.contains(entity), count > 0 {
+            throw JSONDocument.Problem(
+                .schemaMismatch,
+                "the schema does not match the store's: " + SchemaConversion.refusal(dropping: entity, records: count))
+        }
         entityName = entity
         properties = model.entitiesByName[entity]?.properties ?? []
         rows = [:]

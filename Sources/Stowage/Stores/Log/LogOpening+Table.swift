@@ -63,6 +63,15 @@ extension LogOpening {
         // a file whose header lists other indexes without rewriting it.
         let externalUpgrade = !version.hasExternalStorage && live.hasExternalValues && configuration.allowsSave
         if let conversion = reconciliation.conversion {
+            for name in conversion.droppedEntities.sorted() {
+                let records = replay.liveRecords[name]?.keys.count ?? 0
+                guard records == 0 else {
+                    throw DataStoreError(
+                        .schemaMismatch,
+                        "\(path): the schema does not match the store's: "
+                            + SchemaConversion.refusal(dropping: name, records: records) + "; it was left untouched")
+                }
+            }
             table = converted(replay, reader: reader, conversion: conversion)
             description = live
             storedMap = LogEntityMap(
