@@ -30,6 +30,8 @@ struct JSONTableLoader: JSONDocumentVisitor {
     private var entities: [String: JSONDocumentWalk.Entity] = [:]
     /// Entities the store has and the schema drops: they must hold no record.
     private var dropped: Set<String> = []
+    /// The first difference between the stored schema and the container's, for messages.
+    private var difference = ""
     private var live: [String: [Int64: DefaultSnapshot]] = [:]
     private var references: [Reference] = []
     /// The entity whose records are being read, and its records so far.
@@ -75,6 +77,7 @@ struct JSONTableLoader: JSONDocumentVisitor {
                 }
             }
             addedUniqueness = stored.addedUniqueness(in: described)
+            self.difference = difference
         }
         entities = Self.entities(of: model, stored: stored, conversion: conversion)
         // An entity the schema drops reads, so that its records, if any, can be refused.
@@ -90,7 +93,8 @@ struct JSONTableLoader: JSONDocumentVisitor {
         if dropped.contains(entity), count > 0 {
             throw JSONDocument.Problem(
                 .schemaMismatch,
-                "the schema does not match the store's: " + SchemaConversion.refusal(dropping: entity, records: count))
+                "the schema does not match the store's: \(difference); it needs a migration: "
+                    + SchemaConversion.refusal(dropping: entity, records: count))
         }
         entityName = entity
         properties = model.entitiesByName[entity]?.properties ?? []

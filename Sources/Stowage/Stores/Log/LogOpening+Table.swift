@@ -66,9 +66,10 @@ extension LogOpening {
             for name in conversion.droppedEntities.sorted() {
                 let records = replay.liveRecords[name]?.keys.count ?? 0
                 guard records == 0 else {
+                    let difference = preamble.schema.difference(from: reconciliation.live) ?? "\(name) is dropped"
                     throw DataStoreError(
                         .schemaMismatch,
-                        "\(path): the schema does not match the store's: "
+                        "\(path): the schema does not match the store's: \(difference); it needs a migration: "
                             + SchemaConversion.refusal(dropping: name, records: records) + "; it was left untouched")
                 }
             }
