@@ -169,7 +169,7 @@ struct MigrationRunner {
     /// between its two closures), makes the file hold them, and closes it.
     func convert(to schema: Schema, replacing: Bool, name: String) throws {
         let options = SchemaConversion.Options(acrossVersions: true, replacesChangedProperties: replacing)
-        let configuration = target.configuration(schema, working, options)
+        let configuration = target.configuration(schema, working, options, false)
         let store: any DataStore
         do {
             store = try configuration.makeStore(schema: schema, migrationPlan: nil)
@@ -189,23 +189,10 @@ struct MigrationRunner {
     func withContext<R>(_ schema: Schema, at path: String, readOnly: Bool = false, _ body: (ModelContext) throws -> R)
         throws -> R
     {
-        var configuration = target.configuration(schema, path, SchemaConversion.Options())
-        if readOnly { configuration = Self.readOnly(configuration) }
+        let configuration = target.configuration(schema, path, SchemaConversion.Options(), readOnly)
         let container = try ModelContainer(for: schema, configurations: [configuration])
         defer { for store in container.stores { target.close(store) } }
         return try body(ModelContext(container))
-    }
-
-    static func readOnly(_ configuration: any DataStoreConfiguration) -> any DataStoreConfiguration {
-        if var log = configuration as? LogStoreConfiguration {
-            log.allowsSave = false
-            return log
-        }
-        if var json = configuration as? JSONStoreConfiguration {
-            json.allowsSave = false
-            return json
-        }
-        return configuration
     }
 
     /// Runs a stage's code, wrapping what it throws.

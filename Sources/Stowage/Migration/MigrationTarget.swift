@@ -17,9 +17,10 @@ struct MigrationTarget {
     /// The schema the file at a path holds, or `nil` when there is no file.
     var storedSchema: (_ path: String) throws -> StoredSchema?
     /// A configuration of this kind of store for the file at `path` with `schema`,
-    /// converting on open as `options` allow.
+    /// converting on open as `options` allow, and opening it for reading only when asked.
     var configuration:
-        (_ schema: Schema, _ path: String, _ options: SchemaConversion.Options) -> any DataStoreConfiguration
+        (_ schema: Schema, _ path: String, _ options: SchemaConversion.Options, _ readOnly: Bool) ->
+            any DataStoreConfiguration
     /// Makes a store opened with a conversion hold its new schema on disk, when opening did
     /// not (the JSON store writes its document on the next save; this writes it now).
     var settle: (any DataStore) throws -> Void

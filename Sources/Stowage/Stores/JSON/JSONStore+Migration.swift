@@ -11,25 +11,19 @@ extension JSONStore {
             storedSchema: { path in
                 guard let fd = try fs.open(path, mode: .readOnly) else { return nil }
                 defer { fs.close(fd) }
-                let size = try fs.size(fd)
-                guard size <= configuration.maximumFileSize else {
-                    throw DataStoreError(
-                        .corruptStore,
-                        "\(path) is \(size) bytes, more than the limit of \(configuration.maximumFileSize); "
-                            + "it was left untouched")
-                }
-                let bytes = try fs.read(fd, count: Int(size), at: 0)
+                let bytes = try readDocument(fd, path: path, configuration: configuration)
                 do {
                     return try JSONDocument.storedSchema(of: bytes)
                 } catch let error as JSONDocument.Problem {
                     throw DataStoreError(error.code, "\(path): \(error.message); the file was left untouched")
                 }
             },
-            configuration: { schema, path, options in
+            configuration: { schema, path, options, readOnly in
                 var stage = configuration
                 stage.schema = schema
                 stage.fileURL = URL(fileURLWithPath: path)
                 stage.conversionOptions = options
+                if readOnly { stage.allowsSave = false }
                 return stage
             },
             settle: { store in try (store as? JSONStore)?.writeDocument() },

@@ -85,6 +85,20 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
 
     // MARK: Opening
 
+    /// The bytes of the document open at `fd`, within the configuration's size limit.
+    /// - Throws: ``DataStoreError`` `.corruptStore` for a larger file, `.ioFailure`.
+    static func readDocument(_ fd: Int32, path: String, configuration: JSONStoreConfiguration) throws -> [UInt8] {
+        let fs = configuration.fileSystem
+        let size = try fs.size(fd)
+        guard size <= configuration.maximumFileSize else {
+            throw DataStoreError(
+                .corruptStore,
+                "\(path) is \(size) bytes, more than the limit of \(configuration.maximumFileSize) "
+                    + "(JSONStoreConfiguration.maximumFileSize); it was left untouched")
+        }
+        return try fs.read(fd, count: Int(size), at: 0)
+    }
+
     private static func open(
         path: String, directory: String, schema: Schema, configuration: JSONStoreConfiguration
     ) throws -> (SnapshotTable, Int32, Int) {
@@ -92,14 +106,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         /// Reads and closes `fd`.
         func load(_ fd: Int32) throws -> (SnapshotTable, Int) {
             defer { fs.close(fd) }
-            let size = try fs.size(fd)
-            guard size <= configuration.maximumFileSize else {
-                throw DataStoreError(
-                    .corruptStore,
-                    "\(path) is \(size) bytes, more than the limit of \(configuration.maximumFileSize) "
-                        + "(JSONStoreConfiguration.maximumFileSize); it was left untouched")
-            }
-            let bytes = try fs.read(fd, count: Int(size), at: 0)
+            let bytes = try readDocument(fd, path: path, configuration: configuration)
             do {
                 return (
                     try JSONDocument.load(bytes, schema: schema, options: configuration.conversionOptions), bytes.count

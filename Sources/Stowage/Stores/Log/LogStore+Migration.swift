@@ -20,11 +20,12 @@ extension LogStore {
                     throw DataStoreError(.corruptStore, "\(path): \(reason); it was left untouched")
                 }
             },
-            configuration: { schema, path, options in
+            configuration: { schema, path, options, readOnly in
                 var stage = configuration
                 stage.schema = schema
                 stage.url = URL(fileURLWithPath: path)
                 stage.conversionOptions = options
+                if readOnly { stage.allowsSave = false }
                 return stage
             },
             settle: { _ in },
