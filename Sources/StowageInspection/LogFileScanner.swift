@@ -68,21 +68,42 @@ enum LogFileScanner {
         }
         store.storeIdentifier = preamble.storeIdentifier
         store.createdAt = preamble.createdAt
-        var scan = LogScan(preamble: preamble, store: store, path: path, fileSize: size)
+        // Every layout (format version 6) is read from the frames first: each commit is
+        // decoded in its own and shown in the last.
+        var layouts = LogLayouts(preamble: preamble)
+        if preamble.header.version.hasLayoutRecords {
+            do {
+                layouts = try LogLayouts.scan(file.fs, file.fd, preamble: preamble, fileSize: size).layouts
+            } catch {
+                throw ToolFailure(.io, "\(path): reading the record frames failed: \(error)")
+            }
+        }
+        var scan = LogScan(preamble: preamble, layouts: layouts, store: store, path: path, fileSize: size)
         var damage: ToolProblem?
         var records = LogRecordWalk(file.fs, file.fd, fileSize: size, preamble: preamble) { offset, reason in
             damage = ToolProblem(offset: offset, message: reason)
         }
         while let record = try next(&records, path: path) {
-            do {
+            do throws(LogRecordWalk.Rejection) {
                 switch record.kind {
                 case .checkpoint:
                     scan.add(
                         try record.decodeCheckpoint(
-                            schema: preamble.schema, version: scan.map.formatVersion, fileSize: size),
+                            schema: layouts.last.schema, version: scan.map.formatVersion, fileSize: size),
                         record)
                 case .commit:
-                    scan.add(try record.decodeCommit(map: scan.map), record)
+                    scan.add(
+                        layouts.converted(
+                            try record.decodeCommit(map: layouts.map(at: record.offset)), at: record.offset),
+                        record)
+                case .layout:
+                    // The frames' scan stops at a layout record that does not decode.
+                    guard layouts.layouts.contains(where: { $0.start == record.next }) else {
+                        throw LogRecordWalk.Rejection(
+                            "the layout record at offset \(record.offset) does not decode against the layout "
+                                + "before it")
+                    }
+                    scan.add(layout: record)
                 }
             } catch {
                 do {

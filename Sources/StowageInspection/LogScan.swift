@@ -40,15 +40,15 @@ struct LogScan {
     private var versions: Int64 = 0
     private var checkpoints: [ToolCheckpoint] = []
 
-    init(preamble: LogPreamble, store: ToolStore, path: String, fileSize: Int64) {
+    /// The scan of a file whose records are in `layouts` (the header record's alone before
+    /// format version 6): the store is shown in the last.
+    init(preamble: LogPreamble, layouts: LogLayouts, store: ToolStore, path: String, fileSize: Int64) {
         self.store = store
         self.fileSize = fileSize
-        description = preamble.schema
+        description = layouts.last.schema
         schema = ToolSchema(description)
         self.store.schema = schema
-        map = LogEntityMap(
-            storeIdentifier: store.storeIdentifier ?? "", description: description,
-            formatVersion: preamble.header.version)
+        map = layouts.last.map
         blobs = ToolExternalReader(logPath: path)
         log = LogFileScanner.details(
             formatVersion: store.formatVersion, salt: preamble.header.salt, generation: preamble.header.generation,
@@ -93,6 +93,14 @@ struct LogScan {
                 records: checkpoint.entities.reduce(0) { $0 + $1.keys.count },
                 // Minus the commits before it; the total is added at the end.
                 commitsAfter: -log.commits.count))
+        log.payloadBytes += Int64(record.payload.count)
+        log.storedPayloadBytes += record.storedLength
+    }
+
+    /// Adds a layout record (format version 6): live, as the header record is.
+    mutating func add(layout record: LogRecordWalk.Record) {
+        log.layouts.append(record.offset)
+        log.regions.append(ToolRegion(offset: record.offset, length: record.recordLength, kind: .header))
         log.payloadBytes += Int64(record.payload.count)
         log.storedPayloadBytes += record.storedLength
     }

@@ -177,6 +177,8 @@ package struct ToolLogDetails: Sendable {
     package var commits: [ToolCommit]
     /// Checkpoint records (format versions 3 and 4).
     package var checkpoints: Int
+    /// Layout records (format version 6), and their offsets.
+    package var layouts: [Int64] = []
     /// The last of them: the one whose bytes are live.
     package var lastCheckpoint: ToolCheckpoint? = nil
     package var liveBytes: Int64

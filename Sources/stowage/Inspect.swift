@@ -135,6 +135,11 @@ struct Inspect: StowageCommand {
                     store.logVersion?.compressesEachWrite == true ? "with LZ4-compressed writes" : "LZ4-compressed"
                 c.print("  blocks:            \(blocks) (\(compressed) \(what))")
             }
+            if !log.layouts.isEmpty {
+                c.print(
+                    "  layout records:    \(log.layouts.count) (the last at offset \(log.layouts.last ?? 0)); "
+                        + "records before it are read in the schema above until saved or compacted")
+            }
             c.print("  checkpoints:       \(log.checkpoints)")
             if let last = log.lastCheckpoint {
                 c.print(
@@ -223,6 +228,7 @@ struct Inspect: StowageCommand {
                 logMembers.append(
                     ("compressedBlocks", .int(Int64(log.commits.reduce(0) { $0 + $1.compressedBlocks }))))
             }
+            if !log.layouts.isEmpty { logMembers.append(("layoutRecords", .int(log.layouts.count))) }
             logMembers += [
                 ("checkpoints", .int(log.checkpoints)),
                 (

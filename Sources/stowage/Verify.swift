@@ -115,8 +115,11 @@ struct Verify: StowageCommand {
         let hasCheckpoints = store.logVersion?.hasCheckpoints == true || log.checkpoints > 0
         let records =
             hasCheckpoints
-            ? "the header, \(Text.count(log.commits.count, "commit")) and "
-                + "\(Text.count(log.checkpoints, "checkpoint"))"
+            ? "the header, \(Text.count(log.commits.count, "commit"))"
+                + (log.layouts.isEmpty
+                    ? " "
+                    : ", \(Text.count(log.layouts.count, "layout record")) (each read against the layout before it) ")
+                + "and \(Text.count(log.checkpoints, "checkpoint"))"
             : "the header and \(Text.count(log.commits.count, "commit"))"
         if let damage = store.damage {
             c.print(

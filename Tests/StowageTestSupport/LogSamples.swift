@@ -30,6 +30,47 @@ public final class LogSampleItem {
     }
 }
 
+/// The sample trips one lightweight change later, for the format version 6 sample
+/// (`trips-v6.stowlog`): a trip gains a rating with a default, its note is renamed to a
+/// remark, and a new entity, a stop, appears. Opening the version 5 layout with these
+/// appends a layout record instead of rewriting the file.
+public enum LogSamplesGrown {
+    @Model
+    public final class LogSampleTrip {
+        public var name: String
+        public var startDate: Date
+        public var budget: Double = 0
+        @Attribute(originalName: "note") public var remark: String?
+        public var rating: Int = 3
+        @Relationship(deleteRule: .cascade, inverse: \LogSampleItem.trip) public var items: [LogSampleItem] = []
+
+        public init(name: String, startDate: Date = Date(timeIntervalSince1970: 0)) {
+            self.name = name
+            self.startDate = startDate
+        }
+    }
+
+    @Model
+    public final class LogSampleItem {
+        public var name: String
+        public var quantity: Int = 1
+        public var trip: LogSampleTrip?
+
+        public init(name: String, quantity: Int = 1) {
+            self.name = name
+            self.quantity = quantity
+        }
+    }
+
+    @Model
+    public final class LogSampleStop {
+        public var name: String
+        public init(name: String) { self.name = name }
+    }
+
+    public static let schema = Schema([LogSampleTrip.self, LogSampleItem.self, LogSampleStop.self])
+}
+
 /// Writes the log format samples deterministically: a fixed salt, store identifier and clock.
 public enum LogSamples {
     public static let salt: UInt64 = 0x5354_4F57_4147_4531
@@ -68,7 +109,9 @@ public enum LogSamples {
         return configuration
     }
 
-    static func snapshot(_ entityName: String, _ values: [String: SnapshotValue]) -> DefaultSnapshot {
+    static func snapshot(_ entityName: String, _ values: [String: SnapshotValue], in schema: Schema = schema)
+        -> DefaultSnapshot
+    {
         let entity = schema.entitiesByName[entityName]!
         return DefaultSnapshot(
             persistentIdentifier: .temporaryForTesting(entityName: entityName),
@@ -219,6 +262,34 @@ public enum LogSamples {
     /// write of a block stored on its own, after the block's table of lengths).
     public static func writeVersion5(to directory: URL) throws {
         try writeCheckpointed(version: 5, to: directory)
+    }
+
+    /// Writes `trips-v6.stowlog`: the version 5 sample's records as version 6, then a
+    /// layout record (opened with ``LogSamplesGrown``'s schema), then one commit in the new
+    /// layout: a trip to Reykjavik rated 5, with a remark, and a stop.
+    public static func writeVersion6(to directory: URL) throws {
+        try writeCheckpointed(version: 6, to: directory)
+        let url = directory.appendingPathComponent("trips-v6.stowlog")
+        do {
+            var configuration = configuration(url: url, schema: LogSamplesGrown.schema, version: 6)
+            configuration.checkpoints = nil
+            let store = try LogStore(configuration, migrationPlan: nil)
+            let grown = LogSamplesGrown.schema
+            _ = try save(
+                store,
+                [
+                    snapshot(
+                        "LogSampleTrip",
+                        [
+                            "name": .string("Reykjavik"),
+                            "startDate": .date(Date(timeIntervalSince1970: 1_810_000_000)),
+                            "budget": .double(990), "remark": .string("Lagoon"), "rating": .int(5),
+                        ], in: grown),
+                    snapshot("LogSampleStop", ["name": .string("Hallgrimskirkja")], in: grown),
+                ], author: "sampler")
+            store.close()
+        }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("trips-v6.stowlog.lock"))
     }
 
     private static func writeCheckpointed(version: UInt16, to directory: URL) throws {

@@ -77,7 +77,7 @@ struct LogRecoveryTests {
                 writesCompressed.insert(!table.lengths.isEmpty && table.lengths[location.slot] > 0)
             }
         }
-        #expect(fixture.bytes[8] == 5)
+        #expect(fixture.bytes[8] == 6)
         #expect(blockFlags == [2])
         #expect(writesCompressed == [false, true])
     }

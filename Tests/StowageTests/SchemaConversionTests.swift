@@ -114,8 +114,10 @@ enum SamplesGrown {
     }
 }
 
-/// Schema changes that need no migration plan (SwiftData's lightweight migration): the
-/// store converts every record on the first open and rewrites its file in the new layout.
+/// Schema changes that need no migration plan (SwiftData's lightweight migration). In a
+/// format version 6 file the store appends one layout record and reads the records before
+/// it through the new layout (`Formats/log.md`, "Layout record"); a change a layout record
+/// cannot make, or an older file, is converted and rewritten on the first open.
 @Suite("LogStore lightweight schema changes")
 struct LogSchemaConversionTests {
     typealias T = LogIndexChangeTests
@@ -125,9 +127,17 @@ struct LogSchemaConversionTests {
         defer { directory.remove() }
         let url = directory.storeURL
         try T.plainStore(url)
+        let before = try Data(contentsOf: url)
         do {
             let (container, store) = try T.open(url, TicketsGrown.Ticket.self)
-            #expect(!store.openedFromCheckpoint)
+            // Nothing was rewritten: one layout record follows the old bytes, and the
+            // checkpoint before it still gives the indexes.
+            #expect(store.openedFromCheckpoint)
+            let after = try Data(contentsOf: url)
+            #expect(after.prefix(before.count) == before)
+            let records = try LogStore.recordOffsets(ofFileAt: url)
+            #expect(records.count >= 2 && records[records.count - 2] == Int64(before.count))
+            #expect(after[Int(before.count) + 4] == LogFormat.RecordType.layout.rawValue)
             let context = ModelContext(container)
             let tickets = try context.fetch(FetchDescriptor<TicketsGrown.Ticket>(sortBy: [SortDescriptor(\.price)]))
             #expect(tickets.count == T.count)

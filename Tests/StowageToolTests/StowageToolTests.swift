@@ -119,12 +119,12 @@ struct StowageToolTests {
 
     /// `--version` names the formats the library reads, taken from the library's own
     /// constants: a hard-coded line once said "log format versions 1 and 2" long after the
-    /// library had learned to read versions 3 to 5.
+    /// library had learned to read versions 3 to 6.
     @Test func versionNamesTheFormatsTheLibraryReads() throws {
         let run = try Tool.run(["--version"])
         #expect(run.status == 0, "\(run.transcript)")
         #expect(run.stderr.isEmpty, "\(run.transcript)")
-        #expect(run.stdout == "stowage 1 (reads log format versions 1 to 5, stowage-json version 1)\n")
+        #expect(run.stdout == "stowage 1 (reads log format versions 1 to 6, stowage-json version 1)\n")
         let log = LogFormat.readableVersions
         #expect(run.stdout.contains("reads log format versions \(log.lowerBound) to \(log.upperBound),"))
         #expect(run.stdout.contains("\(JSONDocument.formatName) version \(JSONDocument.formatVersion))"))
@@ -465,9 +465,9 @@ struct StowageToolTests {
         let person = inspect.stdout.components(separatedBy: "  Person\n").last ?? ""
         let unique = person.split(separator: "\n").first { $0.hasPrefix("    unique: ") } ?? ""
         #expect(unique.contains("(email)") && unique.contains("(name, age)"), "\(inspect.stdout)")
-        // The default configuration writes format version 5: commits in blocks of writes
-        // stored one by one.
-        #expect(inspect.stdout.contains("format version 5"), "\(inspect.stdout)")
+        // The default configuration writes format version 6: commits in blocks of writes
+        // stored one by one, and layout records.
+        #expect(inspect.stdout.contains("format version 6"), "\(inspect.stdout)")
         let verify = try Tool.run(["verify", "other.store"], in: directory)
         #expect(verify.status == 0, "\(verify.transcript)")
         let dump = try Tool.run(["dump", "other.store"], in: directory)
@@ -713,7 +713,7 @@ struct StowageToolTests {
         try Self.writeIndexedStore(at: url)
         let records = try Self.records(of: url).records
         #expect(records.last?.type == 3, "closing the container should have written a checkpoint")
-        #expect(try Data(contentsOf: url)[8] == 5, "the default configuration writes format version 5")
+        #expect(try Data(contentsOf: url)[8] == 6, "the default configuration writes format version 6")
         let verify = try Tool.run(["verify", "indexed.store"], in: directory)
         #expect(verify.status == 0, "\(verify.transcript)")
         #expect(verify.stdout.contains("checkpoints: 1, checked against"), "\(verify.stdout)")
@@ -740,7 +740,7 @@ struct StowageToolTests {
         #expect(try Self.records(of: url).records.map(\.type) == [1, 2])
         let compacted = try Tool.run(["inspect", "--json", "indexed.store"], in: directory)
         let object = try JSONSerialization.jsonObject(with: Data(compacted.stdout.utf8)) as? [String: Any]
-        #expect(object?["formatVersion"] as? Int == 5)
+        #expect(object?["formatVersion"] as? Int == 6)
         #expect((object?["log"] as? [String: Any])?["checkpoints"] as? Int == 0)
         #expect(try Tool.run(["verify", "indexed.store"], in: directory).status == 0)
         #expect(try Tool.run(["dump", "indexed.store"], in: directory).stdout == before)
@@ -892,12 +892,12 @@ struct StowageToolTests {
 
     static let tripsV4 = "Formats/samples/trips-v4.stowlog"
 
-    /// `trips-v4.stowlog` and `trips-v5.stowlog` are what `LogSamples.writeVersion4(to:)`
-    /// and `writeVersion5(to:)` write, byte for byte. `STOWAGE_WRITE_SAMPLES=1` rewrites them
+    /// `trips-v4.stowlog`, `trips-v5.stowlog` and `trips-v6.stowlog` are what
+    /// `LogSamples.writeVersion4(to:)`, `writeVersion5(to:)` and `writeVersion6(to:)` write, byte for byte. `STOWAGE_WRITE_SAMPLES=1` rewrites them
     /// (after a deliberate format change).
-    @Test(arguments: [UInt16(4), 5])
+    @Test(arguments: [UInt16(4), 5, 6])
     func theCheckpointedSampleIsWhatTheWriterWrites(version: UInt16) throws {
-        let write = version == 4 ? LogSamples.writeVersion4 : LogSamples.writeVersion5
+        let write = [4: LogSamples.writeVersion4, 5: LogSamples.writeVersion5, 6: LogSamples.writeVersion6][version]!
         let name = "trips-v\(version).stowlog"
         if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
             try write(Tool.repository.appendingPathComponent("Formats/samples"))
@@ -1005,6 +1005,26 @@ struct StowageToolTests {
             }
         }
         #expect(compressed > 0 && raw > 0, "\(compressed) compressed, \(raw) raw")
+    }
+
+    // MARK: Format version 6: layout records
+
+    static let tripsV6 = "Formats/samples/trips-v6.stowlog"
+
+    /// The version 6 sample is the version 5 one's saves, a layout record, and one commit in
+    /// the new layout. Every command reads the records of the old layout through the new
+    /// one: a rating of 3 and the note as a remark.
+    @Test func theVersion6SampleWithALayoutRecord() throws {
+        try Tool.golden("inspect-trips-v6", ["inspect", Self.tripsV6], status: 0)
+        try Tool.golden("verify-trips-v6", ["verify", Self.tripsV6], status: 0)
+        try Tool.golden("dump-trips-v6", ["dump", Self.tripsV6], status: 0)
+        let (_, records) = try Self.records(of: Tool.sample("trips-v6.stowlog"))
+        #expect(records.map(\.type) == [1, 2, 2, 2, 2, 3, 2, 3, 4, 2])
+        let dump = try Tool.run(["dump", Self.tripsV6])
+        #expect(dump.status == 0, "\(dump.transcript)")
+        #expect(dump.stdout.contains("\"remark\": \"Temples\", \"rating\": 3"), "\(dump.stdout)")
+        #expect(dump.stdout.contains("\"remark\": \"Lagoon\", \"rating\": 5"), "\(dump.stdout)")
+        #expect(!dump.stdout.contains("\"note\""), "\(dump.stdout)")
     }
 
     /// Writes `original` with `commit`'s payload replaced by `payload`, framed again so that

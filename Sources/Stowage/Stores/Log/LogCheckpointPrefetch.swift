@@ -10,28 +10,17 @@ package final class LogCheckpointPrefetch: @unchecked Sendable {
     private let done = DispatchGroup()
     private var result: Result<(LogCheckpoint, next: Int64), any Error> = .failure(LogDecodeError("not decoded"))
 
-    /// Starts decoding the last checkpoint the frames show: in version 4 the last one, in
-    /// version 3 only one that ends the file.
+    /// Starts decoding the last checkpoint the frames show (``LogFrames``, read here unless
+    /// given): in version 4 the last one, in version 3 only one that ends the file.
     package static func start(
         _ fs: any StoreFileSystem, _ fd: Int32, from start: Int64, fileSize: Int64, salt: UInt64,
-        schema: StoredSchema, formatVersion: LogFormatVersion
+        schema: StoredSchema, formatVersion: LogFormatVersion, frames: LogFrames? = nil
     ) -> LogCheckpointPrefetch? {
-        var offset = start
-        var last: (offset: Int64, type: UInt8)?
-        var lastCheckpoint: Int64?
-        while fileSize - offset >= Int64(LogFormat.frameSize) {
-            guard let frame = try? fs.read(fd, count: LogFormat.frameSize, at: offset),
-                frame.count == LogFormat.frameSize
-            else { break }
-            // Type 0 is no record: the reserved zero tail, or damage that replay reports.
-            guard frame[4] != 0 else { break }
-            let stored = Int64(frame[0]) | Int64(frame[1]) << 8 | Int64(frame[2]) << 16 | Int64(frame[3]) << 24
-            let next = offset + Int64(LogFormat.frameSize) + stored
-            guard next <= fileSize else { break }
-            last = (offset, frame[4])
-            if frame[4] == LogFormat.RecordType.checkpoint.rawValue { lastCheckpoint = offset }
-            offset = next
-        }
+        let frames =
+            frames ?? (try? LogFrames.scan(fs, fd, from: start, fileSize: fileSize))
+            ?? LogFrames(end: start)
+        let last = frames.last
+        let lastCheckpoint = frames.lastCheckpoint
         // Version 3 uses a checkpoint only when it ends the file; version 4 the last one.
         let found =
             formatVersion.checkpointsLocateRecords

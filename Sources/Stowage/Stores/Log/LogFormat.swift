@@ -15,6 +15,7 @@ package enum LogFormat {
         case header = 1
         case commit = 2
         case checkpoint = 3
+        case layout = 4
     }
 
     package struct FileHeader: Equatable {

@@ -11,9 +11,9 @@ package struct LogFormatVersion: RawRepresentable, Hashable, Comparable, Sendabl
     package init(integerLiteral value: UInt16) { self.rawValue = value }
 
     /// The version Stowage writes when it creates or rewrites a file.
-    package static let current: LogFormatVersion = 5
+    package static let current: LogFormatVersion = 6
     /// The versions Stowage reads, and appends to in their own layout.
-    package static let readable: ClosedRange<LogFormatVersion> = 1...5
+    package static let readable: ClosedRange<LogFormatVersion> = 1...6
 
     package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
@@ -40,4 +40,8 @@ package struct LogFormatVersion: RawRepresentable, Hashable, Comparable, Sendabl
     /// Version 5: each write of a block is stored on its own, raw or LZ4-compressed, after
     /// a table of their lengths; before, a block was compressed whole.
     package var compressesEachWrite: Bool { rawValue >= 5 }
+
+    /// Version 6: layout records (type 4) change the schema the records after them are
+    /// written in, without rewriting the records before them.
+    package var hasLayoutRecords: Bool { rawValue >= 6 }
 }

@@ -18,6 +18,9 @@ extension LogOpening {
         /// The store rewrites the file before its first save: a version 1 file that needs
         /// external storage, or a file whose header lists other indexes than the schema.
         var needsUpgrade: Bool
+        /// The layout record to append before the store is returned (format version 6), framed
+        /// for the end of the valid prefix.
+        var layoutRecord: [UInt8]?
     }
 
     /// Step 5: the table of the live records and their indexes, from the last checkpoint
@@ -29,16 +32,26 @@ extension LogOpening {
     ///   an added constraint.
     func buildTable(_ walked: Walked, _ reconciliation: Reconciliation) throws -> Built {
         var walked = walked
+        // A layout record to append: the records before it, all of them, are read through it.
+        var layoutRecord: [UInt8]?
+        var layouts = layouts
+        if let record = reconciliation.layout {
+            let framed = LogFormat.frame(
+                type: .layout, payload: try record.encode(map: map), salt: header.salt, offset: walked.end)
+            layouts = decodingLayouts(reconciliation, start: walked.end + Int64(framed.count))
+            layoutRecord = framed
+        }
         // Records held by location (version 4 and later) are read through a reader of
         // their own descriptor.
         let reader =
             version.locatesRecords
             ? LogRecordReader(
-                fs: fs, fd: try fs.duplicate(fd), path: path, map: map, capacity: configuration.cacheCapacity) : nil
+                fs: fs, fd: try fs.duplicate(fd), path: path, map: layouts.last.map, layouts: layouts,
+                capacity: configuration.cacheCapacity) : nil
         let restored = restore(from: &walked, reader: reader)
         if restored == nil, walked.summary.commits > 0 || !walked.tail.isEmpty {
             // The checkpoint could not be used: decode every commit of the valid prefix.
-            walked.replay = try replayAll(walked)
+            walked.replay = try replayAll(walked, reconciliation)
         }
         var replay = walked.replay
         replay.finish()
@@ -66,7 +79,7 @@ extension LogOpening {
             for name in conversion.droppedEntities.sorted() {
                 let records = replay.liveRecords[name]?.keys.count ?? 0
                 guard records == 0 else {
-                    let difference = preamble.schema.difference(from: reconciliation.live) ?? "\(name) is dropped"
+                    let difference = fileSchema.difference(from: reconciliation.live) ?? "\(name) is dropped"
                     throw DataStoreError(
                         .schemaMismatch,
                         "\(path): the schema does not match the store's: \(difference); it needs a migration: "
@@ -82,7 +95,11 @@ extension LogOpening {
                 restored?.table
                 ?? replay.table(
                     schema: schema, storeIdentifier: storeIdentifier, indexEntries: indexEntries ?? [:], source: reader)
-            description = reconciliation.indexesChanged ? preamble.schema.withIndexes(of: live) : preamble.schema
+            description = reconciliation.indexesChanged ? fileSchema.withIndexes(of: live) : fileSchema
+            if reconciliation.layout != nil {
+                description = layouts.last.schema
+                storedMap = layouts.last.map
+            }
             if externalUpgrade {
                 description = description.withExternalFlags(of: live)
                 storedMap = LogEntityMap(storeIdentifier: storeIdentifier, description: description, formatVersion: 2)
@@ -92,7 +109,8 @@ extension LogOpening {
             table: table, versions: versions, external: external,
             usedCheckpoint: indexEntries != nil || restored != nil, description: description, map: storedMap,
             converted: reconciliation.conversion != nil,
-            needsUpgrade: externalUpgrade || (reconciliation.indexesChanged && configuration.allowsSave))
+            needsUpgrade: externalUpgrade || (reconciliation.indexesChanged && configuration.allowsSave),
+            layoutRecord: layoutRecord)
         try checkAddedUniqueness(built.table, reconciliation)
         return built
     }

@@ -68,12 +68,13 @@ extension LogOpening {
         let prefetch =
             version.hasCheckpoints && !reconciliation.indexesChanged
             ? LogCheckpointPrefetch.start(
-                fs, fd, from: commitsStart, fileSize: size, salt: header.salt, schema: preamble.schema,
-                formatVersion: version) : nil
+                fs, fd, from: commitsStart, fileSize: size, salt: header.salt, schema: fileSchema,
+                formatVersion: version, frames: frames) : nil
         // Every return below waits for it, so that it never reads a closed descriptor.
         defer { _ = try? prefetch?.checkpoint() }
         walked.summarizedBefore = version.checkpointsLocateRecords ? prefetch?.offset : nil
         let recovery = configuration.recovery
+        let decoding = decodingLayouts(reconciliation)
         var records = LogRecordWalk(fs, fd, fileSize: size, preamble: preamble) { offset, reason in
             if recovery == .strict { throw strictRefusal(at: offset, reason) }
         }
@@ -86,12 +87,20 @@ extension LogOpening {
                 continue
             }
             guard let record = try records.next() else { break }
-            do {
+            do throws(LogRecordWalk.Rejection) {
                 switch record.kind {
-                case .commit: try read(commit: record, into: &walked)
+                case .commit: try read(commit: record, into: &walked, layouts: decoding)
                 case .checkpoint:
-                    let found = try record.decodeCheckpoint(schema: preamble.schema, version: version, fileSize: size)
+                    // Every layout keeps the indexes and external values: the last one reads it.
+                    let found = try record.decodeCheckpoint(schema: fileSchema, version: version, fileSize: size)
                     walked.note(found, from: record.offset, to: record.next)
+                case .layout:
+                    // Read from the frames before the walk; one that was not is damage.
+                    guard layouts.layouts.contains(where: { $0.start == record.next }) else {
+                        throw LogRecordWalk.Rejection(
+                            "the layout record at offset \(record.offset) does not decode: "
+                                + layoutProblem(record))
+                    }
                 }
             } catch {
                 try records.reject(record, error.reason)
@@ -104,13 +113,15 @@ extension LogOpening {
 
     /// Decodes one commit: summarized before the prefetched checkpoint, kept for after it,
     /// or replayed.
-    private func read(commit record: LogRecordWalk.Record, into walked: inout Walked)
+    private func read(commit record: LogRecordWalk.Record, into walked: inout Walked, layouts: LogLayouts)
         throws(LogRecordWalk.Rejection)
     {
         if let before = walked.summarizedBefore, record.offset < before {
             walked.summarize(try record.decodeCommitSummary(map: map))
         } else {
-            let commit = try record.decodeCommit(map: map)
+            // Decoded in its own layout, its writes carried to the last.
+            let commit = layouts.converted(
+                try record.decodeCommit(map: layouts.map(at: record.offset)), at: record.offset)
             walked.lastTransaction = max(walked.lastTransaction, commit.transactionID)
             if walked.summarizedBefore != nil { walked.tail.append(commit) } else { walked.replay.add(commit) }
         }
@@ -119,7 +130,8 @@ extension LogOpening {
 
     /// Decodes every commit of the valid prefix, which the walk has checked record by
     /// record: for when the checkpoint the walk relied on turns out not to be usable.
-    func replayAll(_ walked: Walked) throws -> LogReplay {
+    func replayAll(_ walked: Walked, _ reconciliation: Reconciliation) throws -> LogReplay {
+        let layouts = decodingLayouts(reconciliation)
         var replay = LogReplay(located: map.formatVersion.locatesRecords)
         var records = LogRecordWalk(fs, fd, fileSize: walked.end, preamble: preamble) { offset, _ in
             throw DataStoreError(.corruptStore, "\(path): the record at offset \(offset) changed while opening")
@@ -127,11 +139,26 @@ extension LogOpening {
         while let record = try records.next() {
             guard record.kind == .commit else { continue }
             do {
-                replay.add(try record.decodeCommit(map: map))
+                replay.add(
+                    layouts.converted(try record.decodeCommit(map: layouts.map(at: record.offset)), at: record.offset))
             } catch {
                 throw DataStoreError(.corruptStore, "\(path): \(error.reason)")
             }
         }
         return replay
+    }
+}
+
+extension LogOpening {
+    /// Why a layout record the frames did not yield fails: it does not decode against the
+    /// layout before it, or the frames stopped before it.
+    func layoutProblem(_ record: LogRecordWalk.Record) -> String {
+        let previous = layouts.layout(at: record.offset)
+        do {
+            _ = try LogLayoutRecord.decode(record.payload, previous: previous.schema, map: previous.map)
+            return "the file changed while it was opened"
+        } catch {
+            return "\(error)"
+        }
     }
 }

@@ -23,8 +23,16 @@ struct LogOpening {
     /// The file's size when it was opened.
     let size: Int64
     let preamble: LogPreamble
-    /// The stored schema's entities, for reading the file's records as they are.
-    let map: LogEntityMap
+    /// The file's layouts (format version 6: the header's, then each layout record's),
+    /// read from the frames before the walk; a file of an earlier version has one.
+    let layouts: LogLayouts
+    /// The record frames that scan read, when it ran (version 6), for the checkpoint prefetch.
+    let frames: LogFrames?
+    /// The file's schema: the last layout's.
+    var fileSchema: StoredSchema { layouts.last.schema }
+    /// The last layout's entities, for reading the file's records (each in its own layout,
+    /// ``LogLayouts/map(at:)``).
+    var map: LogEntityMap { layouts.last.map }
 
     var header: LogFormat.FileHeader { preamble.header }
     var version: LogFormatVersion { preamble.header.version }
@@ -33,9 +41,11 @@ struct LogOpening {
     /// Step 1: reads and checks the file header and the header record.
     /// - Throws: ``DataStoreError`` `.wrongFormat` for a file that is not a log this Stowage
     ///   reads, `.corruptStore` for a damaged preamble (the file is left untouched).
+    /// `limit` ends the file there for this opening: a second opening after damage that
+    /// ended the walk before a layout record read from the frames.
     init(
         fd: Int32, lockFD: Int32, path: String, directory: String, schema: Schema,
-        configuration: LogStoreConfiguration
+        configuration: LogStoreConfiguration, limit: Int64? = nil
     ) throws {
         self.fs = configuration.fileSystem
         self.fd = fd
@@ -44,7 +54,7 @@ struct LogOpening {
         self.directory = directory
         self.schema = schema
         self.configuration = configuration
-        self.size = try fs.size(fd)
+        self.size = min(try fs.size(fd), limit ?? .max)
         switch try LogPreamble.read(fs, fd, fileSize: size) {
         case .success(let read): preamble = read
         case .failure(.wrongFormat(let reason)):
@@ -52,9 +62,11 @@ struct LogOpening {
         case .failure(.damaged(_, let reason, _)):
             throw DataStoreError(.corruptStore, "\(path): \(reason); it was left untouched")
         }
-        map = LogEntityMap(
-            storeIdentifier: preamble.storeIdentifier, description: preamble.schema,
-            formatVersion: preamble.header.version)
+        if preamble.header.version.hasLayoutRecords {
+            (layouts, frames) = try LogLayouts.scan(fs, fd, preamble: preamble, fileSize: size)
+        } else {
+            (layouts, frames) = (LogLayouts(preamble: preamble), nil)
+        }
     }
 
     // MARK: Step 2
@@ -72,20 +84,32 @@ struct LogOpening {
         /// How each record becomes one of the container's schema, when more than indexes
         /// changed; the file is then rewritten in the new layout.
         var conversion: SchemaConversion?
+        /// The layout record that makes the change instead, when one can (format version 6,
+        /// a writer, a change `LogLayoutRecord.make` allows): appended, nothing rewritten.
+        var layout: LogLayoutRecord?
     }
 
-    /// Step 2: compares the stored schema with the container's (in a version 1 file,
+    /// Step 2: compares the file's schema (its last layout's) with the container's (in a version 1 file,
     /// without external-storage flags, which it does not record).
     /// - Throws: ``DataStoreError`` `.schemaMismatch` for a difference that needs a migration plan.
     func reconcileSchema() throws -> Reconciliation {
         let live = StoredSchema(schema)
         let compared = version.hasExternalStorage ? live : live.withoutExternalFlags
         var reconciliation = Reconciliation(live: live)
-        guard let difference = preamble.schema.difference(from: compared) else { return reconciliation }
-        if !preamble.schema.differsOnlyInIndexes(from: compared) {
+        let stored = fileSchema
+        guard let difference = stored.difference(from: compared) else { return reconciliation }
+        if !stored.differsOnlyInIndexes(from: compared) {
             do {
-                reconciliation.conversion = try SchemaConversion.make(
-                    from: preamble.schema, to: compared, schema: schema, options: configuration.conversionOptions)
+                let conversion = try SchemaConversion.make(
+                    from: stored, to: compared, schema: schema, options: configuration.conversionOptions)
+                if version.hasLayoutRecords, configuration.allowsSave,
+                    let record = LogLayoutRecord.make(from: stored, to: live, conversion: conversion)
+                {
+                    // The indexes and uniqueness constraints are the file's: a checkpoint holds them.
+                    reconciliation.layout = record
+                    return reconciliation
+                }
+                reconciliation.conversion = conversion
             } catch {
                 throw DataStoreError(
                     .schemaMismatch,
@@ -94,8 +118,16 @@ struct LogOpening {
             }
         }
         reconciliation.indexesChanged = true
-        reconciliation.addedUniqueness = preamble.schema.addedUniqueness(in: compared)
+        reconciliation.addedUniqueness = stored.addedUniqueness(in: compared)
         return reconciliation
+    }
+
+    /// The layouts the walk decodes the commits with: the file's, then the layout record
+    /// the store is about to append (which starts after every record read), if any.
+    func decodingLayouts(_ reconciliation: Reconciliation, start: Int64 = .max) -> LogLayouts {
+        var decoding = layouts
+        if let record = reconciliation.layout { decoding.append(record, start: start) }
+        return decoding
     }
 
     // MARK: Step 4

@@ -15,15 +15,22 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     let fd: Int32
     let path: String
     let map: LogEntityMap
+    /// The file's layouts (format version 6), when a record may be of another than `map`'s.
+    let layouts: LogLayouts?
     let externalFiles: LogExternalFiles
     /// Internal, not private, so that tests can look at and alter what it holds.
     let cache: Mutex<BlockCache>
 
-    init(fs: any StoreFileSystem, fd: Int32, path: String, map: LogEntityMap, capacity: Int) {
+    /// A reader of the records of the file open at `fd`, in `map`'s layout, or in the
+    /// layouts `layouts` lists (the last of them `map`'s): a record of an earlier one is
+    /// carried to the last as it is read.
+    init(fs: any StoreFileSystem, fd: Int32, path: String, map: LogEntityMap, layouts: LogLayouts? = nil, capacity: Int)
+    {
         self.fs = fs
         self.fd = fd
         self.path = path
         self.map = map
+        self.layouts = layouts.flatMap { $0.isSingle ? nil : $0 }
         self.externalFiles = LogExternalFiles(
             fs: fs, logPath: path, parent: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         self.cache = Mutex(BlockCache(capacity: capacity))
@@ -102,8 +109,12 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
 
     private func read(
         entity: String, key: Int64, at location: RecordLocation, externalValues: Bool,
-        columns: SnapshotColumns = .all
+        columns requested: SnapshotColumns = .all
     ) throws -> (snapshot: DefaultSnapshot, isWhole: Bool) {
+        // A record of an earlier layout is decoded whole, in its own, then carried to the last.
+        let earlier = layouts.map { $0.layout(at: location.blockOffset) }.flatMap { $0.toLast == nil ? nil : $0 }
+        let columns = earlier == nil ? requested : .all
+        let map = earlier?.map ?? self.map
         /// A write the cache holds decoded, or the block to decode it from.
         enum Found {
             case decoded(DefaultSnapshot)
@@ -193,7 +204,9 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         }
         try check(snapshot)
         // Without its external values the snapshot is not the record: it is not cached.
-        if !externalValues, !references.isEmpty { return (snapshot, !partial) }
+        if !externalValues, !references.isEmpty {
+            return (earlier?.toLast.map { $0.convert(snapshot, of: entity) } ?? snapshot, !partial)
+        }
         var externalBytes = 0
         for reference in references where reference.property < snapshot.values.count {
             let bytes = try externalFiles.read(
@@ -203,6 +216,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         }
         // Part of a record is never kept.
         if partial { return (snapshot, false) }
+        if let conversion = earlier?.toLast { snapshot = conversion.convert(snapshot, of: entity) }
         let decoded = snapshot
         let cost = CachedBlock.decodedCost(source.length(ofSlot: location.slot)) + externalBytes
         cache.withLock { $0.setDecoded(location.blockOffset, slot: location.slot, decoded, cost: cost) }

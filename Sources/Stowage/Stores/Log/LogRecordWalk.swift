@@ -21,6 +21,8 @@ package struct LogRecordWalk {
         package enum Kind: Sendable {
             case commit
             case checkpoint
+            /// A layout record (version 6): the schema the records after it are written in.
+            case layout
         }
 
         package let kind: Kind
@@ -120,6 +122,11 @@ package struct LogRecordWalk {
         case .checkpoint:
             try fail(
                 "a checkpoint record (type 3) at offset \(offset): format version \(version) has no checkpoints")
+            return nil
+        case .layout where version.hasLayoutRecords:
+            return .layout
+        case .layout:
+            try fail("a layout record (type 4) at offset \(offset): format version \(version) has no layout records")
             return nil
         case .header:
             try fail(

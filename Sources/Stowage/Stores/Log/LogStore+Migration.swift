@@ -11,8 +11,11 @@ extension LogStore {
             storedSchema: { path in
                 guard let fd = try fs.open(path, mode: .readOnly) else { return nil }
                 defer { fs.close(fd) }
-                switch try LogPreamble.read(fs, fd, fileSize: try fs.size(fd)) {
-                case .success(let preamble): return preamble.schema
+                let size = try fs.size(fd)
+                switch try LogPreamble.read(fs, fd, fileSize: size) {
+                case .success(let preamble):
+                    // The file's schema is its last layout's (format version 6).
+                    return try LogLayouts.scan(fs, fd, preamble: preamble, fileSize: size).layouts.last.schema
                 case .failure(.wrongFormat(let reason)):
                     throw DataStoreError(
                         .wrongFormat, "\(path) is not a Stowage log store: \(reason); it was left untouched")

@@ -15,6 +15,8 @@ extension LogStore {
         var needsUpgrade = false
         /// Whether the indexes were loaded from a checkpoint.
         var usedCheckpoint = false
+        /// A layout record (format version 6) the store appends before it is returned.
+        var layoutRecord: [UInt8]?
     }
 
     static func newSalt(_ configuration: LogStoreConfiguration, generation: UInt64) -> UInt64 {
@@ -79,16 +81,25 @@ extension LogStore {
         fd: Int32, lockFD: Int32, path: String, directory: String, schema: Schema,
         configuration: LogStoreConfiguration
     ) throws -> Opened {
-        let opening = try LogOpening(
+        var opening = try LogOpening(
             fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema, configuration: configuration)
-        let reconciliation = try opening.reconcileSchema()
-        let walked = try opening.walk(reconciliation)
+        var reconciliation = try opening.reconcileSchema()
+        var walked = try opening.walk(reconciliation)
         let report = try opening.recover(walked)
+        if walked.end < opening.layouts.last.start {
+            // Damage ended the valid prefix before a layout record the frames showed: the
+            // file's schema is an earlier layout's. Open the valid prefix again.
+            opening = try LogOpening(
+                fd: fd, lockFD: lockFD, path: path, directory: directory, schema: schema, configuration: configuration,
+                limit: walked.end)
+            reconciliation = try opening.reconcileSchema()
+            walked = try opening.walk(reconciliation)
+        }
         let built = try opening.buildTable(walked, reconciliation)
         return Opened(
             table: built.table, writer: opening.writerState(walked, built, report: report), map: built.map,
             description: built.description, createdAt: opening.preamble.createdAt, report: report,
-            needsUpgrade: built.needsUpgrade, usedCheckpoint: built.usedCheckpoint)
+            needsUpgrade: built.needsUpgrade, usedCheckpoint: built.usedCheckpoint, layoutRecord: built.layoutRecord)
     }
 
     /// The start of every record in a log file, then its end: for tests and tools.

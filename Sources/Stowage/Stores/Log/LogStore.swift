@@ -89,6 +89,28 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         self.writer = LogWriter(opened.writer)
         self.externalFiles = LogExternalFiles(
             fs: configuration.fileSystem, logPath: url.path, parent: url.deletingLastPathComponent().path)
+        if let record = opened.layoutRecord {
+            // The change of layout is one record, synced before the store is returned; a
+            // crash before it is whole leaves a torn tail, which the next open cuts.
+            do {
+                try writer.withLock { w in
+                    try append(&w, type: .layout, record: record)
+                    do {
+                        try fs.sync(w.fd)
+                    } catch {
+                        cutBack(&w, to: w.end - Int64(record.count))
+                        w.end -= Int64(record.count)
+                        throw DataStoreError(
+                            .ioFailure, "syncing the layout record of \(url.path) failed; nothing was changed",
+                            underlying: error)
+                    }
+                }
+            } catch {
+                writer.withLock { if $0.unusable == nil { $0.unusable = "opening failed" } }
+                close()
+                throw error
+            }
+        }
         if opened.needsUpgrade {
             // A version 1 file cannot hold external references, and a file whose header lists
             // other indexes would have checkpoints of the wrong ones: rewrite it now.
