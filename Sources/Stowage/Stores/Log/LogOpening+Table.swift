@@ -86,6 +86,8 @@ extension LogOpening {
                             + SchemaConversion.refusal(dropping: name, records: records) + "; it was left untouched")
                 }
             }
+            // The indexes are built from the records' values: in the container's layout.
+            if reader != nil { replay.convertLive(conversion) }
             table = converted(replay, reader: reader, conversion: conversion)
             description = live
             storedMap = LogEntityMap(

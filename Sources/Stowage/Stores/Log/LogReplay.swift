@@ -143,6 +143,18 @@ package struct LogReplay {
     /// The live records by entity, once ``finish()`` has run.
     package var liveRecords: [String: Records] { live }
 
+    /// Converts every live record's values to the container's schema, once ``finish()``
+    /// and the external values have run: the indexes are built from these values.
+    mutating func convertLive(_ conversion: SchemaConversion) {
+        for name in Array(live.keys) where conversion.entities[name] != nil {
+            guard var records = live.removeValue(forKey: name) else { continue }
+            for i in records.snapshots.indices {
+                records.snapshots[i] = conversion.convert(records.snapshots[i], of: name)
+            }
+            live[name] = records
+        }
+    }
+
     /// The table holding every live record, with its indexes: taken from `indexEntries`
     /// (a checkpoint's, already checked against the records) where given, else computed.
     /// Records with locations (versions 4 and 5) are held by location, read back through `source`.
