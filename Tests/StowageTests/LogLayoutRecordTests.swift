@@ -39,6 +39,27 @@ enum CardsV2 {
     }
 }
 
+extension CardsV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentModel.Type] { [Card.self] }
+}
+
+extension CardsV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Card.self] }
+}
+
+extension CardsV3: VersionedSchema {
+    static let versionIdentifier = Schema.Version(3, 0, 0)
+    static var models: [any PersistentModel.Type] { [Card.self, Deck.self] }
+}
+
+/// Three versions, no stages: each step is lightweight.
+enum CardsPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [CardsV1.self, CardsV2.self, CardsV3.self] }
+    static var stages: [MigrationStage] { [] }
+}
+
 /// V1 without its title, which came before the indexed rank: the rank moves.
 enum CardsUntitled {
     @Model final class Card {
@@ -358,5 +379,48 @@ struct LogLayoutRecordTests {
             #expect(c5.map(\.rank) == [5])
             store.close()
         }
+    }
+
+    /// A migration plan whose stages are all lightweight makes the whole chain with one
+    /// layout record, appended by the open itself: no copy of the store, nothing rewritten,
+    /// the store at the last version. The open after it is a plain one.
+    @Test func aChainOfLightweightStagesIsOneLayoutRecord() throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let url = directory.storeURL
+        func open(_ version: any VersionedSchema.Type, plan: (any SchemaMigrationPlan.Type)?) throws -> (
+            ModelContainer, LogStore
+        ) {
+            let schema = Schema(versionedSchema: version)
+            var configuration = LogStoreConfiguration(schema: schema, url: url)
+            configuration.automaticCompaction = nil
+            let container = try ModelContainer(for: schema, migrationPlan: plan, configurations: [configuration])
+            return (container, try #require(container.storesForTesting.first as? LogStore))
+        }
+        do {
+            let (container, store) = try open(CardsV1.self, plan: nil)
+            let context = ModelContext(container)
+            for i in 0..<Self.count { context.insert(CardsV1.Card(code: "C\(i)", title: "t\(i)", rank: i % 97)) }
+            try context.save()
+            try store.checkpoint()
+            store.close()
+        }
+        let v1Bytes = try Data(contentsOf: url)
+        let (container, store) = try open(CardsV3.self, plan: CardsPlan.self)
+        #expect(store.openedFromCheckpoint)
+        #expect(try Data(contentsOf: url).prefix(v1Bytes.count) == v1Bytes)
+        #expect(try Self.layoutRecords(url) == [Int64(v1Bytes.count)])
+        #expect(store.storedSchema.versionText == "3.0.0")
+        let cards = try Self.cards(ModelContext(container))
+        #expect(cards.count == Self.count)
+        #expect(cards.allSatisfy { $0.stars == 2 && $0.tag == nil && $0.heading == "t" + $0.code.dropFirst() })
+        store.close()
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory.url.path).filter { $0.contains("migrating") }
+                .isEmpty)
+        // Opened again with the plan, the store is at its last version: nothing to do.
+        let (_, again) = try open(CardsV3.self, plan: CardsPlan.self)
+        #expect(try Self.layoutRecords(url).count == 1)
+        again.close()
     }
 }

@@ -75,6 +75,47 @@ struct MigrationRunner {
         return stages.count
     }
 
+    /// The conversion that a chain of lightweight stages makes, all of them at once, when
+    /// the store needs only such stages: `nil` when it needs none, or needs a custom one,
+    /// or was found by its shape or identifier alone, or when the container is not the
+    /// plan's last version. The store's own open then makes the whole change in one step
+    /// (a log store: one layout record, or one rewrite), atomic as any open's conversion,
+    /// instead of running each stage on a copy of the store.
+    func lightweightChain(containerSchema: Schema) throws -> SchemaConversion.Planned? {
+        guard let stored = try target.storedSchema(path) else { return nil }
+        let versions = plan.schemas
+        let described = versions.map { StoredSchema(Schema(versionedSchema: $0)) }
+        let live = StoredSchema(containerSchema)
+        if stored.version == live.version, stored.hasSameShape(as: live) { return nil }
+        guard let last = described.last, last.version == live.version, last.hasSameShape(as: live),
+            let start = try position(of: stored, among: described, live: live), stored == described[start]
+        else { return nil }
+        let stages = try self.stages(from: start, versions: versions)
+        var chain = SchemaConversion()
+        for (index, stage) in stages.enumerated() {
+            guard case .lightweight = stage else { return nil }
+            let (from, to) = (start + index, start + index + 1)
+            do {
+                chain = chain.then(
+                    try SchemaConversion.make(
+                        from: described[from], to: described[to], schema: Schema(versionedSchema: versions[to]),
+                        options: SchemaConversion.Options(acrossVersions: true)))
+            } catch {
+                throw DataStoreError(
+                    .migrationFailed,
+                    "the stage from \(versions[from].versionIdentifier) to \(versions[to].versionIdentifier) cannot "
+                        + "convert \(path): \(error.reason); the store is unchanged, at version \(stored.versionText)")
+            }
+        }
+        let pairs = (start..<versions.count - 1).map {
+            "\(versions[$0].versionIdentifier) to \(versions[$0 + 1].versionIdentifier)"
+        }
+        return SchemaConversion.Planned(
+            from: stored, conversion: chain,
+            name: (pairs.count == 1 ? "the stage from " : "the stages from ")
+                + (pairs.count > 1 ? pairs.dropLast().joined(separator: ", ") + " and " : "") + (pairs.last ?? ""))
+    }
+
     // MARK: Finding the version
 
     /// The position in the plan's `schemas` of the version the store was written with, or

@@ -118,6 +118,27 @@ struct SchemaConversion: Sendable {
         return conversion
     }
 
+    /// A conversion worked out beforehand for a store whose schema is `from`: a migration
+    /// plan's chain of lightweight stages (``MigrationRunner/lightweightChain(containerSchema:)``).
+    /// Opening a store whose schema is another ignores it.
+    struct Planned: Sendable {
+        var from: StoredSchema
+        var conversion: SchemaConversion
+        /// The stages it makes, named for errors: "the stage from 1.0.0 to 2.0.0", "the
+        /// stages from 1.0.0 to 2.0.0 and 2.0.0 to 3.0.0".
+        var name: String
+
+        /// `error`, thrown by an open that made this conversion, as the migration's failure.
+        func failure(_ error: any Error, path: String) -> any Error {
+            guard let error = error as? DataStoreError, error.code == .schemaMismatch else { return error }
+            return DataStoreError(
+                .migrationFailed,
+                "\(name) cannot convert \(path): \(error.message); the store is unchanged, at version "
+                    + from.versionText,
+                underlying: error)
+        }
+    }
+
     /// Why the schemas need a migration.
     struct Refusal: Error {
         let reason: String

@@ -100,8 +100,13 @@ struct LogOpening {
         guard let difference = stored.difference(from: compared) else { return reconciliation }
         if !stored.differsOnlyInIndexes(from: compared) {
             do {
-                let conversion = try SchemaConversion.make(
-                    from: stored, to: compared, schema: schema, options: configuration.conversionOptions)
+                let conversion: SchemaConversion
+                if let planned = configuration.plannedConversion, planned.from == stored {
+                    conversion = planned.conversion
+                } else {
+                    conversion = try SchemaConversion.make(
+                        from: stored, to: compared, schema: schema, options: configuration.conversionOptions)
+                }
                 if version.hasLayoutRecords, configuration.allowsSave,
                     let record = LogLayoutRecord.make(from: stored, to: live, conversion: conversion)
                 {

@@ -66,14 +66,27 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             throw DataStoreError(.unsupportedFeature, "a LogStoreConfiguration needs a schema")
         }
         let url = URL(fileURLWithPath: StorePath.followingLink(configuration.url.standardizedFileURL.path))
+        var configuration = configuration
         if let migrationPlan, configuration.allowsSave {
             let target = Self.migrationTarget(
                 configuration, path: url.path, directory: url.deletingLastPathComponent().path)
-            try MigrationRunner(plan: migrationPlan, target: target).run(containerSchema: schema)
+            let runner = MigrationRunner(plan: migrationPlan, target: target)
+            // Lightweight stages alone: the open below makes them all, as one layout record
+            // (or one rewrite), without a copy of the store.
+            if let chain = try runner.lightweightChain(containerSchema: schema) {
+                configuration.plannedConversion = chain
+            } else {
+                try runner.run(containerSchema: schema)
+            }
         }
-        let opened = try Self.open(
-            path: url.path, directory: url.deletingLastPathComponent().path, schema: schema,
-            configuration: configuration)
+        let opened: Opened
+        do {
+            opened = try Self.open(
+                path: url.path, directory: url.deletingLastPathComponent().path, schema: schema,
+                configuration: configuration)
+        } catch {
+            throw configuration.plannedConversion?.failure(error, path: url.path) ?? error
+        }
         self.configuration = configuration
         self.schema = schema
         self.fs = configuration.fileSystem

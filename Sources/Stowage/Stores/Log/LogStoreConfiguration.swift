@@ -153,6 +153,8 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// What opening may convert beyond one schema version's changes: set by a migration
     /// plan's stage on its working copy (``SchemaMigrationPlan``), never by an app.
     var conversionOptions = SchemaConversion.Options()
+    /// A migration plan's chain of lightweight stages, made by the open itself.
+    var plannedConversion: SchemaConversion.Planned?
 
     public init(
         name: String? = nil, schema: Schema? = nil, url: URL, durability: Durability = .full,
