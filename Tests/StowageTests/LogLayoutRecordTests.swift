@@ -423,4 +423,26 @@ struct LogLayoutRecordTests {
         #expect(try Self.layoutRecords(url).count == 1)
         again.close()
     }
+
+    /// The version 6 sample opens with its contents: the trips before its layout record
+    /// with the stored rating and their notes as remarks, and the one after it as saved.
+    @Test(arguments: [true, false])
+    func theVersion6SampleOpensThroughItsLayoutRecord(readOnly: Bool) throws {
+        let (directory, url) = try LogGoldenTests.copy("trips-v6.stowlog")
+        defer { directory.remove() }
+        let before = try Data(contentsOf: url)
+        let configuration = LogStoreConfiguration(
+            schema: LogSamplesGrown.schema, url: url, recovery: .strict, allowsSave: !readOnly)
+        let container = try ModelContainer(for: LogSamplesGrown.schema, configurations: [configuration])
+        let context = ModelContext(container)
+        let trips = try context.fetch(
+            FetchDescriptor<LogSamplesGrown.LogSampleTrip>(sortBy: [SortDescriptor(\.name)]))
+        #expect(trips.map(\.name) == ["Kyoto", "Lisbon", "Oslo", "Reykjavik"])
+        #expect(trips.map(\.rating) == [3, 3, 3, 5])
+        #expect(trips.map(\.remark) == ["Temples", nil, "Bring wool, wool and more wool.", "Lagoon"])
+        #expect(trips[2].items.count == 19)
+        #expect(try context.fetch(FetchDescriptor<LogSamplesGrown.LogSampleStop>()).map(\.name) == ["Hallgrimskirkja"])
+        for store in container.storesForTesting { (store as? LogStore)?.close() }
+        #expect(try Data(contentsOf: url).prefix(before.count) == before)
+    }
 }
