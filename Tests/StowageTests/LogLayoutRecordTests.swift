@@ -262,7 +262,9 @@ struct LogLayoutRecordTests {
         let offsets = try LogStore.recordOffsets(ofFileAt: url)
         let layoutEnd = try #require(offsets.last)
         let full = try Data(contentsOf: url).prefix(Int(layoutEnd))
-        for cut in [Int64(v1Bytes.count) + 7, Int64(v1Bytes.count) + 20, layoutEnd - 1] {
+        // Every length the record could have been cut to by a crash (every tenth, and the last).
+        let cuts = Array(stride(from: Int64(v1Bytes.count) + 1, to: layoutEnd, by: 10)) + [layoutEnd - 1]
+        for cut in cuts {
             try full.prefix(Int(cut)).write(to: url)
             // The old schema opens it, and finds every card.
             let (container, store) = try Self.open(url, [CardsV1.Card.self])

@@ -101,4 +101,76 @@ struct MigrationFaultTests {
         #expect(cases > 20, "only \(cases) failures were injected")
         #expect(migratedAnyway <= 1, "\(migratedAnyway) failures left a migrated store")
     }
+
+    /// A chain of lightweight stages on the log store is one layout record that the open
+    /// appends: each failing call leaves the store byte for byte as it was, or migrated.
+    @Test func eachFailingCallOfALightweightChainLeavesTheOldStoreOrTheMigratedOne() throws {
+        let count = 300
+        func writeV1(_ directory: LogTestDirectory) throws {
+            let schema = Schema(versionedSchema: CardsV1.self)
+            let container = try ModelContainer(
+                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
+            let context = ModelContext(container)
+            for i in 0..<count { context.insert(CardsV1.Card(code: "C\(i)", title: "t\(i)", rank: i % 7)) }
+            try context.save()
+            for store in container.storesForTesting { (store as? LogStore)?.close() }
+        }
+        func migrate(_ directory: LogTestDirectory, fs: FaultInjectingFileSystem) throws {
+            let schema = Schema(versionedSchema: CardsV3.self)
+            var configuration = LogStoreConfiguration(schema: schema, url: directory.storeURL)
+            configuration.fileSystem = fs
+            let container = try ModelContainer(
+                for: schema, migrationPlan: CardsPlan.self, configurations: [configuration])
+            for store in container.storesForTesting { (store as? LogStore)?.close() }
+        }
+        func checkMigrated(_ directory: LogTestDirectory) throws {
+            let schema = Schema(versionedSchema: CardsV3.self)
+            let container = try ModelContainer(
+                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
+            let cards = try ModelContext(container).fetch(FetchDescriptor<CardsV3.Card>())
+            #expect(cards.count == count)
+            #expect(cards.allSatisfy { $0.stars == 2 && $0.heading == "t" + $0.code.dropFirst() })
+            let store = try #require(container.storesForTesting.first as? LogStore)
+            #expect(store.storedSchema.versionText == "3.0.0")
+            store.close()
+        }
+        let counter = FaultInjectingFileSystem()
+        do {
+            let directory = LogTestDirectory.fresh()
+            defer { directory.remove() }
+            try writeV1(directory)
+            try migrate(directory, fs: counter)
+            try checkMigrated(directory)
+        }
+        var cases = 0
+        for operation in FaultInjectingFileSystem.Operation.allCases {
+            for n in stride(from: 1, through: counter.calls(operation), by: 1) {
+                let directory = LogTestDirectory.fresh()
+                defer { directory.remove() }
+                try writeV1(directory)
+                let before = directoryBytes(directory.url)
+                let fs = FaultInjectingFileSystem()
+                fs.arm(operation, failOn: n)
+                var failed = false
+                do {
+                    try migrate(directory, fs: fs)
+                } catch let error as DataStoreError {
+                    failed = true
+                    #expect(error.code == .ioFailure || error.code == .migrationFailed, "\(operation) \(n): \(error)")
+                }
+                guard fs.injected == [operation] else { continue }
+                cases += 1
+                do {
+                    if failed {
+                        #expect(directoryBytes(directory.url) == before, "\(operation) \(n) changed the store")
+                        try migrate(directory, fs: FaultInjectingFileSystem())
+                    }
+                    try checkMigrated(directory)
+                } catch {
+                    Issue.record("\(operation) \(n), failed \(failed): \(error)")
+                }
+            }
+        }
+        #expect(cases >= 3, "only \(cases) failures were injected")
+    }
 }
