@@ -115,6 +115,8 @@ let usage = """
       --uniform-notes       notes of one repeated letter instead of random letters (LZ4
                             shrinks them to almost nothing, which flatters bytes on disk)
       --btree               also run btree-bench (next to this executable) and include its tables
+      --migration           also run migration-bench (next to this executable) at the largest N
+                            and include its table: migration time and peak memory beside SQLite
       --out DIR             write results.md, results.json and chart.svg to DIR
       --quick               N = 2000, 1 run after the warm-up, every store (a smoke test)
       -h, --help            this text
@@ -138,6 +140,7 @@ struct Options {
     var sqliteCacheMiB = 1024
     var blockKiB = defaultBlockKiB
     var btree = false
+    var migration = false
     var randomNotes = true
     var out: String?
     /// Set in a child: the one cell to run.
@@ -205,6 +208,7 @@ struct Options {
             case "--sqlite-cache-mib": sqliteCacheMiB = try count(try value(), minimum: 0)
             case "--block-kib": blockKiB = try count(try value(), minimum: 1)
             case "--btree": btree = true
+            case "--migration": migration = true
             case "--uniform-notes": randomNotes = false
             case "--out": out = try value()
             case "--quick":

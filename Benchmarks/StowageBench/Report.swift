@@ -107,6 +107,8 @@ struct Report: Codable, Sendable {
     var skipped: [String]
     var failures: [String]
     var btreeBench: String?
+    /// migration-bench's table, when `--migration` ran it.
+    var migrationBench: String?
     var totalSeconds: Double
 }
 
@@ -321,6 +323,14 @@ extension Report {
             // Demote btree-bench's own headings under this one.
             for line in btreeBench.split(separator: "\n", omittingEmptySubsequences: false) {
                 if line.hasPrefix("# ") { continue }
+                out.append(line.hasPrefix("#") ? "#" + line : String(line))
+            }
+            out.append("")
+        }
+        if let migrationBench {
+            out.append("## Schema migrations (migration-bench)")
+            out.append("")
+            for line in migrationBench.split(separator: "\n", omittingEmptySubsequences: false) {
                 out.append(line.hasPrefix("#") ? "#" + line : String(line))
             }
             out.append("")

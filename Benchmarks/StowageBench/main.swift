@@ -201,6 +201,19 @@ func runBTreeBench(quick: Bool) -> String? {
     return commandOutput(arguments)
 }
 
+/// Runs migration-bench, built next to this executable, at `n` with `runs` runs, and
+/// returns its Markdown: the migration phase.
+func runMigrationBench(n: Int, runs: Int) -> String? {
+    let path = executable.deletingLastPathComponent().appendingPathComponent("migration-bench").path
+    guard FileManager.default.isExecutableFile(atPath: path) else {
+        progress(
+            "  migration-bench is not built next to stowage-bench; skipped (swift build --product migration-bench)\n")
+        return nil
+    }
+    progress("  migration-bench: schema migrations at N = \(formatCount(n))…\n")
+    return commandOutput([path, "--n", String(n), "--runs", String(runs)])
+}
+
 func printTable(_ comparison: Comparison) {
     print("")
     print(
@@ -270,6 +283,10 @@ for n in options.ns {
 }
 
 let btreeText = options.btree ? runBTreeBench(quick: options.ns.allSatisfy { $0 <= 10_000 }) : nil
+let migrationN = options.ns.max() ?? 100_000
+let migrationText =
+    options.migration
+    ? runMigrationBench(n: migrationN, runs: migrationN >= 1_000_000 ? options.runsForLarge : options.runs) : nil
 let report = Report(
     date: date, machine: machine(), toolchain: toolchain(), buildConfiguration: buildConfiguration,
     sqliteVersion: String(cString: sqlite3_libversion()), gitRevision: gitRevision,
@@ -277,11 +294,16 @@ let report = Report(
     runs: options.runs, runsAtOneMillion: options.runsForLarge, stores: options.stores, jsonMaxN: options.jsonMaxN,
     sqliteCacheMiB: options.sqliteCacheMiB, notes: options.randomNotes ? "random" : "uniform",
     enumerateBatchSize: enumerateBatchSize, comparisons: comparisons, skipped: skipped, failures: failures,
-    btreeBench: btreeText, totalSeconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
+    btreeBench: btreeText, migrationBench: migrationText,
+    totalSeconds: Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9)
 
 if let btreeText {
     print("")
     print(btreeText)
+}
+if let migrationText {
+    print("")
+    print(migrationText)
 }
 
 if let out = options.out {
