@@ -69,15 +69,33 @@ enum LogFileScanner {
         store.storeIdentifier = preamble.storeIdentifier
         store.createdAt = preamble.createdAt
         // Every layout (format version 6) is read from the frames first: each commit is
-        // decoded in its own and shown in the last.
-        var layouts = LogLayouts(preamble: preamble)
-        if preamble.header.version.hasLayoutRecords {
-            do {
-                layouts = try LogLayouts.scan(file.fs, file.fd, preamble: preamble, fileSize: size).layouts
-            } catch {
-                throw ToolFailure(.io, "\(path): reading the record frames failed: \(error)")
+        // decoded in its own and shown in the last. Damage before a layout record takes it
+        // away: the walk then runs again with the layouts before the damage.
+        var limit = size
+        while true {
+            var layouts = LogLayouts(preamble: preamble)
+            if preamble.header.version.hasLayoutRecords {
+                do {
+                    layouts = try LogLayouts.scan(file.fs, file.fd, preamble: preamble, fileSize: limit).layouts
+                } catch {
+                    throw ToolFailure(.io, "\(path): reading the record frames failed: \(error)")
+                }
             }
+            let (scan, end, damage) = try walk(file, path: path, preamble: preamble, layouts: layouts, store: store)
+            if end < layouts.last.start, end < limit {
+                limit = end
+                continue
+            }
+            return scan.finish(validLength: end, damage: damage)
         }
+    }
+
+    /// Walks every record, each commit decoded in its own layout of `layouts`: the scan, where
+    /// the valid prefix ends, and the damage that ended it.
+    private static func walk(
+        _ file: ToolFile, path: String, preamble: LogPreamble, layouts: LogLayouts, store: ToolStore
+    ) throws(ToolFailure) -> (LogScan, Int64, ToolProblem?) {
+        let size = file.size
         var scan = LogScan(preamble: preamble, layouts: layouts, store: store, path: path, fileSize: size)
         var damage: ToolProblem?
         var records = LogRecordWalk(file.fs, file.fd, fileSize: size, preamble: preamble) { offset, reason in
@@ -113,7 +131,7 @@ enum LogFileScanner {
                 }
             }
         }
-        return scan.finish(validLength: records.offset, damage: damage)
+        return (scan, records.offset, damage)
     }
 
     /// The walk's next record; a failed read is an I/O failure of the tool.

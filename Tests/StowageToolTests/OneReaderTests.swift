@@ -11,8 +11,13 @@ import Testing
 /// random walk, replayed with `STOWAGE_SEED`.
 @Suite("One reader per format")
 struct OneReaderTests {
-    @Test(arguments: ["trips-v1.stowlog", "trips-v3.stowlog", "trips-v4.stowlog", "trips-v5.stowlog"])
+    @Test(arguments: [
+        "trips-v1.stowlog", "trips-v3.stowlog", "trips-v4.stowlog", "trips-v5.stowlog", "trips-v6.stowlog",
+    ])
     func theStoreAndTheToolAgreeWhereADamagedLogEnds(sample: String) throws {
+        // The version 6 sample's layout record makes its schema the grown one; a read-only
+        // store converts in memory where damage took the record away.
+        let schema = sample == "trips-v6.stowlog" ? LogSamplesGrown.schema : LogSamples.schema
         var random = SeededRandom.fromEnvironment()
         let seed = random.seed
         let original = [UInt8](try Data(contentsOf: Tool.sample(sample)))
@@ -35,7 +40,7 @@ struct OneReaderTests {
             try Data(bytes).write(to: url)
 
             let tool = try ToolStore.read(path: url.path)
-            var configuration = LogStoreConfiguration(schema: LogSamples.schema, url: url)
+            var configuration = LogStoreConfiguration(schema: schema, url: url)
             configuration.allowsSave = false
             let store = try LogStore(configuration, migrationPlan: nil)
             defer { store.close() }
@@ -46,7 +51,7 @@ struct OneReaderTests {
             #expect(store.recordCount == tool.recordCount, "\(context)")
 
             // Strict recovery refuses exactly the files with damage, at the same offset.
-            var strict = LogStoreConfiguration(schema: LogSamples.schema, url: url)
+            var strict = LogStoreConfiguration(schema: schema, url: url)
             strict.allowsSave = false
             strict.recovery = .strict
             if let damage = tool.damage {
@@ -79,11 +84,23 @@ struct OneReaderTests {
         let header = Int64(bytes.count)
         bytes.append(contentsOf: LogFormat.frame(type: .header, payload: [1, 2, 3], salt: salt, offset: header))
         try bytes.write(to: v5)
+        // A layout record (type 4) in a version 5 file.
+        let v5Layout = directory.url.appendingPathComponent("v5-layout.stowlog")
+        try FileManager.default.copyItem(at: Tool.sample("trips-v5.stowlog"), to: v5Layout)
+        var layoutBytes = try Data(contentsOf: v5Layout)
+        let layout = Int64(layoutBytes.count)
+        layoutBytes.append(
+            contentsOf: LogFormat.frame(type: .layout, payload: [1, 0, 0, 0], salt: salt, offset: layout))
+        try layoutBytes.write(to: v5Layout)
 
         for (url, offset, reason) in [
             (
                 v1, checkpoint,
                 "a checkpoint record (type 3) at offset \(checkpoint): format version 1 has no checkpoints"
+            ),
+            (
+                v5Layout, layout,
+                "a layout record (type 4) at offset \(layout): format version 5 has no layout records"
             ),
             (
                 v5, header,

@@ -1027,6 +1027,25 @@ struct StowageToolTests {
         #expect(!dump.stdout.contains("\"note\""), "\(dump.stdout)")
     }
 
+    /// Damage before the layout record ends the valid prefix there, and takes the layout
+    /// with it: the tool shows the records in the layout before it, as the store opens them.
+    @Test func damageBeforeTheLayoutRecordShowsTheLayoutBeforeIt() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = try Tool.copySample("trips-v6.stowlog", to: directory, as: "store.stowlog")
+        let (_, records) = try Self.records(of: url)
+        let checkpoint = try #require(records.last { $0.type == 3 })
+        var bytes = try Data(contentsOf: url)
+        bytes[Int(checkpoint.offset) + 20] ^= 0x5A
+        try bytes.write(to: url)
+        let dump = try Tool.run(["dump", "store.stowlog"], in: directory)
+        #expect(dump.stdout.contains("\"note\": \"Temples\""), "\(dump.transcript)")
+        #expect(!dump.stdout.contains("rating") && !dump.stdout.contains("Reykjavik"), "\(dump.transcript)")
+        let verify = try Tool.run(["verify", "store.stowlog"], in: directory)
+        #expect(verify.status != 0)
+        #expect(verify.stdout.contains("valid up to offset \(checkpoint.offset)"), "\(verify.transcript)")
+    }
+
     /// Writes `original` with `commit`'s payload replaced by `payload`, framed again so that
     /// the record's checksum holds, to `url` (`store.stowlog`), and runs `verify` on it: it
     /// must fail and name the damaged block at `block`.
