@@ -234,6 +234,7 @@ extension SnapshotTable {
         // A table that holds rows by location reads the records the save replaces now,
         // while the save may still fail, so that applying it never reads.
         if source != nil { try loadReplaced(&prepared) }
+        prepared.history = history(of: prepared)
         return prepared
     }
 }

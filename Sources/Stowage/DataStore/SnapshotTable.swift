@@ -29,6 +29,11 @@ public struct SnapshotTable: Sendable {
     public internal(set) var nextPrimaryKey: Int64 = 1
     /// Reads back the rows held by location; `nil` when every row holds its snapshot.
     var source: (any SnapshotSource)?
+    /// The history of a store that keeps it with its records (the memory and JSON stores),
+    /// in the order saved; `nil` for a store that keeps it elsewhere (the log store's file).
+    var history: [HistoryEntry]?
+    /// The transaction identifier the next entry of ``history`` takes.
+    var nextHistoryTransaction: Int64 = 1
 
     public init(schema: Schema, storeIdentifier: String) {
         self.schema = schema

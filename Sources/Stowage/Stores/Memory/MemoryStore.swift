@@ -19,7 +19,9 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         self.configuration = configuration
         self.schema = schema
         self.identifier = "memory-" + UUID().uuidString
-        self.table = Mutex(SnapshotTable(schema: schema, storeIdentifier: identifier))
+        var table = SnapshotTable(schema: schema, storeIdentifier: identifier)
+        table.history = []
+        self.table = Mutex(table)
     }
 
     public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
@@ -30,6 +32,7 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         try table.withLock { table in
             let prepared = try table.prepare(request)
             table.apply(prepared)
+            table.recordHistory(prepared, author: request.editingState.author)
             return prepared.result(storeIdentifier: identifier, request: request)
         }
     }
@@ -39,13 +42,37 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
             let doomed = try table.fetch(request.query)
             let save = DataStoreSaveChangesRequest(
                 editingState: request.editingState, inserted: [], updated: [], deleted: doomed)
-            table.apply(try table.prepare(save))
+            let prepared = try table.prepare(save)
+            table.apply(prepared)
+            table.recordHistory(prepared, author: request.editingState.author)
             return doomed.map(\.persistentIdentifier)
         }
     }
 
     public func erase() throws {
         table.withLock { $0.removeAll() }
+    }
+}
+
+/// The memory store keeps its history beside its records, for as long as the store lives.
+extension MemoryStore: HistoryProviding, HistoryKeeping {
+    public typealias HistoryType = DefaultHistoryTransaction
+    public static var historyType: DefaultHistoryTransaction.Type { DefaultHistoryTransaction.self }
+
+    public func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
+        -> [DefaultHistoryTransaction]
+    {
+        try fetchDefaultHistory(descriptor)
+    }
+
+    public func deleteHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
+        try deleteDefaultHistory(descriptor)
+    }
+
+    func historyEntries() throws -> [HistoryEntry] { table.withLock { $0.history ?? [] } }
+
+    func removeHistory(_ transactions: Set<Int64>) throws {
+        table.withLock { $0.history?.removeAll { transactions.contains($0.transactionID) } }
     }
 }
 

@@ -1,0 +1,235 @@
+import Foundation
+
+/// One transaction as a store keeps its history: what ``DefaultHistoryTransaction`` is
+/// made from. Changes name entities and properties, so that they read the same whatever
+/// layout the store holds them in.
+struct HistoryEntry: Sendable, Equatable {
+    var transactionID: Int64
+    /// Milliseconds since 1970.
+    var timestamp: Int64
+    var author: String?
+    var changes: [Change]
+
+    struct Change: Sendable, Equatable {
+        enum Kind: UInt8, Sendable {
+            case insert = 0
+            case update = 1
+            case delete = 2
+        }
+        var kind: Kind
+        var entity: String
+        var key: Int64
+        /// An update's changed properties, in schema order.
+        var updated: [String] = []
+        /// A delete's `.preserveValueOnDeletion` values.
+        var tombstone: [String: SnapshotValue] = [:]
+    }
+}
+
+/// What a prepared save changed, by position: computed before the save is applied, while
+/// the table still holds the records it replaces.
+struct SaveHistory: Sendable {
+    /// For each update, by position in the save's writes: the positions of the values it changed.
+    var updated: [Int: [Int]] = [:]
+    /// For each delete, by position in the save's deletes: the preserved values, by position.
+    var tombstones: [Int: [(Int, SnapshotValue)]] = [:]
+
+    /// The changes in `entry` form, with names from `schema`.
+    func changes(of prepared: SnapshotTable.PreparedSave, schema: Schema) -> [HistoryEntry.Change] {
+        var changes: [HistoryEntry.Change] = []
+        changes.reserveCapacity(prepared.deletes.count + prepared.writes.count)
+        for (position, (entity, key, _, isInsert)) in prepared.writes.enumerated() {
+            var change = HistoryEntry.Change(kind: isInsert ? .insert : .update, entity: entity, key: key)
+            if !isInsert, let positions = updated[position], let found = schema.entitiesByName[entity] {
+                change.updated = positions.compactMap { $0 < found.properties.count ? found.properties[$0].name : nil }
+            }
+            changes.append(change)
+        }
+        for (position, (entity, key)) in prepared.deletes.enumerated() {
+            var change = HistoryEntry.Change(kind: .delete, entity: entity, key: key)
+            if let values = tombstones[position], let found = schema.entitiesByName[entity] {
+                for (index, value) in values where index < found.properties.count {
+                    change.tombstone[found.properties[index].name] = value
+                }
+            }
+            changes.append(change)
+        }
+        return changes
+    }
+}
+
+extension SnapshotTable {
+    /// The positions of each entity's `.preserveValueOnDeletion` attributes.
+    static func preservedPositions(of entity: Schema.Entity) -> [Int] {
+        entity.properties.indices.filter {
+            entity.properties[$0].attribute?.options.contains(.preserveValueOnDeletion) == true
+        }
+    }
+
+    /// What `prepared` changes, for the history: the values each update changes (compared
+    /// with the record it replaces), and each delete's preserved values. Call before
+    /// applying it. A value the table does not hold (an external value of a record held by
+    /// location, not read back) counts as changed.
+    func history(of prepared: PreparedSave) -> SaveHistory {
+        var history = SaveHistory()
+        var rows = RowLookup(self)
+        for (position, (entity, key, snapshot, isInsert)) in prepared.writes.enumerated() where !isInsert {
+            guard let row = rows.row(entity, key), let old = replacedSnapshot(row, entity, key, prepared) else {
+                history.updated[position] = Array(snapshot.values.indices)
+                continue
+            }
+            var changed: [Int] = []
+            for index in snapshot.values.indices
+            where index >= old.values.count || old.values[index] != snapshot.values[index] {
+                changed.append(index)
+            }
+            history.updated[position] = changed
+        }
+        var preserved: [String: [Int]] = [:]
+        for (position, (entity, key)) in prepared.deletes.enumerated() {
+            let positions =
+                preserved[entity]
+                ?? {
+                    let found = schema.entitiesByName[entity].map(Self.preservedPositions) ?? []
+                    preserved[entity] = found
+                    return found
+                }()
+            guard !positions.isEmpty, let row = rows.row(entity, key),
+                let old = replacedSnapshot(row, entity, key, prepared)
+            else { continue }
+            history.tombstones[position] = positions.compactMap { $0 < old.values.count ? ($0, old.values[$0]) : nil }
+        }
+        return history
+    }
+}
+
+/// Turns history entries into SwiftData's transactions, and applies a descriptor.
+enum HistoryReading {
+    /// The transactions `entries` hold, in their order.
+    static func transactions(_ entries: [HistoryEntry], storeIdentifier: String, schema: Schema)
+        -> [DefaultHistoryTransaction]
+    {
+        let bundle = ProcessInfo.processInfo.processName
+        return entries.map { entry in
+            var changes: [HistoryChange] = []
+            changes.reserveCapacity(entry.changes.count)
+            for (index, change) in entry.changes.enumerated() {
+                guard let entity = schema.entitiesByName[change.entity] else { continue }
+                let id = PersistentIdentifier.permanent(
+                    entityName: change.entity, storeIdentifier: storeIdentifier, primaryKey: change.key)
+                changes.append(
+                    Self.change(
+                        entity.modelType, change, id: id, index: Int64(index), transaction: entry.transactionID,
+                        entity: entity))
+            }
+            return DefaultHistoryTransaction(
+                storeIdentifier: storeIdentifier, bundleIdentifier: bundle, processIdentifier: "",
+                transactionIdentifier: entry.transactionID,
+                token: DefaultHistoryToken(storeIdentifier: storeIdentifier, transaction: entry.transactionID),
+                author: entry.author, changes: changes,
+                timestamp: Date(timeIntervalSince1970: Double(entry.timestamp) / 1000))
+        }
+    }
+
+    private static func change<M: PersistentModel>(
+        _ type: M.Type, _ change: HistoryEntry.Change, id: PersistentIdentifier, index: Int64, transaction: Int64,
+        entity: Schema.Entity
+    ) -> HistoryChange {
+        switch change.kind {
+        case .insert:
+            return .insert(
+                DefaultHistoryInsert<M>(
+                    changeIdentifier: index, changedPersistentIdentifier: id, transactionIdentifier: transaction))
+        case .update:
+            var keyPaths: [any PartialKeyPath<M> & Sendable] = []
+            for name in change.updated {
+                guard let partial = entity.property(named: name)?.keypath as? PartialKeyPath<M> else { continue }
+                // A key path is immutable; `Sendable` is a marker protocol, so the composition
+                // is the same reference, which no cast can check.
+                keyPaths.append(unsafeBitCast(partial, to: (any PartialKeyPath<M> & Sendable).self))
+            }
+            return .update(
+                DefaultHistoryUpdate<M>(
+                    changeIdentifier: index, changedPersistentIdentifier: id, transactionIdentifier: transaction,
+                    updatedAttributes: keyPaths))
+        case .delete:
+            return .delete(
+                DefaultHistoryDelete<M>(
+                    changeIdentifier: index, changedPersistentIdentifier: id, transactionIdentifier: transaction,
+                    tombstone: HistoryTombstone<M>(preserved: change.tombstone)))
+        }
+    }
+
+    /// The transactions `descriptor` selects, in its order, up to its limit.
+    static func select<T>(_ transactions: [T], _ descriptor: HistoryDescriptor<T>) throws -> [T] {
+        var selected = transactions
+        if let predicate = descriptor.predicate {
+            selected = try selected.filter { try predicate.evaluate($0) }
+        }
+        if !descriptor.sortBy.isEmpty {
+            let sortBy = descriptor.sortBy
+            selected = selected.enumerated().sorted { a, b in
+                for sort in sortBy {
+                    switch sort.compare(a.element, b.element) {
+                    case .orderedAscending: return true
+                    case .orderedDescending: return false
+                    case .orderedSame: continue
+                    }
+                }
+                return a.offset < b.offset
+            }.map(\.element)
+        }
+        if let limit = descriptor.fetchLimit, limit > 0, selected.count > limit {
+            selected = Array(selected.prefix(limit))
+        }
+        return selected
+    }
+}
+
+/// A store that keeps history entries: ``HistoryProviding`` follows from it.
+protocol HistoryKeeping: DataStore {
+    /// Every transaction kept, in the order saved.
+    func historyEntries() throws -> [HistoryEntry]
+    /// Forgets the transactions with these identifiers.
+    func removeHistory(_ transactions: Set<Int64>) throws
+}
+
+extension HistoryKeeping {
+    func defaultTransactions() throws -> [DefaultHistoryTransaction] {
+        HistoryReading.transactions(try historyEntries(), storeIdentifier: identifier, schema: schema)
+    }
+
+    func fetchDefaultHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
+        -> [DefaultHistoryTransaction]
+    {
+        try HistoryReading.select(try defaultTransactions(), descriptor)
+    }
+
+    func deleteDefaultHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
+        var unlimited = descriptor
+        unlimited.sortBy = []
+        let doomed = try HistoryReading.select(try defaultTransactions(), unlimited)
+        if descriptor.fetchLimit == nil || descriptor.fetchLimit == 0 {
+            try removeHistory(Set(doomed.map(\.transactionIdentifier)))
+        } else {
+            try removeHistory(Set(try HistoryReading.select(doomed, descriptor).map(\.transactionIdentifier)))
+        }
+    }
+}
+
+extension SnapshotTable {
+    /// Adds `prepared`, just applied, to ``history``, when the table keeps it.
+    mutating func recordHistory(_ prepared: PreparedSave, author: String?) {
+        guard history != nil, !prepared.isEmpty else { return }
+        history?.append(
+            HistoryEntry(
+                transactionID: nextHistoryTransaction, timestamp: HistoryEntry.now(), author: author,
+                changes: prepared.history.changes(of: prepared, schema: schema)))
+        nextHistoryTransaction += 1
+    }
+}
+
+extension HistoryEntry {
+    /// Milliseconds since 1970, now.
+    static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+}
