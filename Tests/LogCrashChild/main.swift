@@ -13,6 +13,11 @@
 //   LogCrashChild migrate <store-file> log|json
 //                                       opens the store with ParcelPlan (V1 to V2), prints
 //                                       "migrated <parcels>"
+//   LogCrashChild history <store-file> <round>
+//                                       eight threads, each with its own context and author
+//                                       ("worker N"), save batches round * 1_000_000 +
+//                                       N * 10_000 + k forever, printing each acknowledged
+//                                       batch number (after "ready")
 //   LogCrashChild default               opens ModelContainer(for:) with no configuration
 //                                       (under $XDG_DATA_HOME), saves one batch, prints
 //                                       "saved <path>"
@@ -69,6 +74,30 @@ do {
             : LogStoreConfiguration(schema: schema, url: url)
         let container = try ModelContainer(for: schema, migrationPlan: ParcelPlan.self, configurations: [configuration])
         say("migrated \(try ModelContext(container).fetchCount(FetchDescriptor<ParcelV2.Parcel>()))")
+    case "history" where arguments.count >= 4:
+        let round = Int(arguments[3]) ?? 0
+        let container = try ModelContainer(
+            for: Schema([CrashBatch.self]),
+            configurations: [LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))])
+        say("ready")
+        for worker in 0..<8 {
+            Thread {
+                do {
+                    let context = ModelContext(container)
+                    context.author = "worker \(worker)"
+                    for k in 0... {
+                        let batch = round * 1_000_000 + worker * 10_000 + k
+                        insertBatch(batch, into: context, withBlobs: false)
+                        try context.save()
+                        say(String(batch))
+                    }
+                } catch {
+                    say("error \(error)")
+                    exit(1)
+                }
+            }.start()
+        }
+        while true { sleep(1) }
     case "lock" where arguments.count >= 3:
         let configuration = LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))
         do {

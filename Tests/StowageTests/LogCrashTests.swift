@@ -64,6 +64,62 @@ struct LogCrashTests {
         return (String(decoding: output, as: UTF8.self).split(separator: "\n"), whileSaving)
     }
 
+    /// Eight contexts of one container, each on its own thread with its own author, save at
+    /// once when SIGKILL comes; after each of several rounds the store, reopened, holds
+    /// every acknowledged save whole and no save in part, and its history (read with
+    /// `fetchHistory`) holds one transaction per save: all of one batch's rows, by the
+    /// worker that saved it, none twice, none missing.
+    @Test func killNineWhileEightContextsSaveLeavesTheHistoryWhole() throws {
+        var random = SeededRandom.fromEnvironment()
+        let seed = random.seed
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        var acknowledged: Set<Int> = []
+        var landedWhileSaving = 0
+        // Five rounds, and more (up to ten) until a kill has landed while the contexts saved.
+        for round in 0..<10 {
+            if round >= 5, landedWhileSaving > 0 { break }
+            let (lines, whileSaving) = try Self.runAndKill(
+                ["history", directory.storeURL.path, String(round)], startUpMicroseconds: 200_000,
+                savingMicroseconds: 400_000, random: &random)
+            #expect(!lines.contains { $0.hasPrefix("error") }, "seed \(seed), round \(round): \(lines)")
+            let saved = lines.compactMap { Int($0) }
+            if whileSaving, !saved.isEmpty { landedWhileSaving += 1 }
+            acknowledged.formUnion(saved)
+            let container = try ModelContainer(
+                for: Self.schema, configurations: [LogStoreConfiguration(schema: Self.schema, url: directory.storeURL)])
+            defer { (container.storesForTesting.first as? LogStore)?.close() }
+            let context = ModelContext(container)
+            var rowsOfBatch: [Int: Int] = [:]
+            var batchOf: [PersistentIdentifier: Int] = [:]
+            for row in try context.fetch(FetchDescriptor<CrashBatch>()) {
+                rowsOfBatch[row.batch, default: 0] += 1
+                batchOf[row.persistentModelID] = row.batch
+            }
+            let lost = acknowledged.filter { rowsOfBatch[$0] == nil }
+            #expect(lost.isEmpty, "seed \(seed), round \(round): acknowledged batches lost: \(lost.sorted())")
+            let partial = rowsOfBatch.filter { $0.value != CrashBatch.size(ofBatch: $0.key) }
+            #expect(partial.isEmpty, "seed \(seed), round \(round): batches in part: \(partial)")
+            var inHistory: Set<Int> = []
+            for transaction in try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()) {
+                let batches = Set(
+                    transaction.changes.map { change -> Int in
+                        guard case .insert(let insert) = change else { return -1 }
+                        return batchOf[insert.changedPersistentIdentifier] ?? -2
+                    })
+                guard batches.count == 1, let batch = batches.first, batch >= 0 else {
+                    Issue.record("seed \(seed), round \(round): a transaction of \(batches.sorted()) batches")
+                    continue
+                }
+                #expect(transaction.changes.count == CrashBatch.size(ofBatch: batch))
+                #expect(transaction.author == "worker \(batch % 1_000_000 / 10_000)")
+                #expect(inHistory.insert(batch).inserted, "seed \(seed), round \(round): batch \(batch) twice")
+            }
+            #expect(inHistory == Set(rowsOfBatch.keys), "seed \(seed), round \(round)")
+        }
+        #expect(landedWhileSaving > 0, "seed \(seed): no kill landed while the contexts saved")
+    }
+
     @Test func theChildIsBuilt() {
         #expect(FileManager.default.isExecutableFile(atPath: Self.child.path), "missing \(Self.child.path)")
     }

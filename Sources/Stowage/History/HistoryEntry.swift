@@ -3,26 +3,26 @@ import Foundation
 /// One transaction as a store keeps its history: what ``DefaultHistoryTransaction`` is
 /// made from. Changes name entities and properties, so that they read the same whatever
 /// layout the store holds them in.
-struct HistoryEntry: Sendable, Equatable {
-    var transactionID: Int64
+package struct HistoryEntry: Sendable, Equatable {
+    package var transactionID: Int64
     /// Milliseconds since 1970.
-    var timestamp: Int64
-    var author: String?
-    var changes: [Change]
+    package var timestamp: Int64
+    package var author: String?
+    package var changes: [Change]
 
-    struct Change: Sendable, Equatable {
-        enum Kind: UInt8, Sendable {
+    package struct Change: Sendable, Equatable {
+        package enum Kind: UInt8, Sendable {
             case insert = 0
             case update = 1
             case delete = 2
         }
-        var kind: Kind
-        var entity: String
-        var key: Int64
+        package var kind: Kind
+        package var entity: String
+        package var key: Int64
         /// An update's changed properties, in schema order.
-        var updated: [String] = []
+        package var updated: [String] = []
         /// A delete's `.preserveValueOnDeletion` values.
-        var tombstone: [String: SnapshotValue] = [:]
+        package var tombstone: [String: SnapshotValue] = [:]
     }
 }
 
@@ -80,7 +80,7 @@ extension SnapshotTable {
             }
             var changed: [Int] = []
             for index in snapshot.values.indices
-            where index >= old.values.count || old.values[index] != snapshot.values[index] {
+            where index >= old.values.count || !old.values[index].isStored(as: snapshot.values[index]) {
                 changed.append(index)
             }
             history.updated[position] = changed
@@ -219,11 +219,11 @@ extension HistoryKeeping {
 
 extension SnapshotTable {
     /// Adds `prepared`, just applied, to ``history``, when the table keeps it.
-    mutating func recordHistory(_ prepared: PreparedSave, author: String?) {
+    mutating func recordHistory(_ prepared: PreparedSave, author: String?, timestamp: Int64 = HistoryEntry.now()) {
         guard history != nil, !prepared.isEmpty else { return }
         history?.append(
             HistoryEntry(
-                transactionID: nextHistoryTransaction, timestamp: HistoryEntry.now(), author: author,
+                transactionID: nextHistoryTransaction, timestamp: timestamp, author: author,
                 changes: prepared.history.changes(of: prepared, schema: schema)))
         nextHistoryTransaction += 1
     }
@@ -232,4 +232,22 @@ extension SnapshotTable {
 extension HistoryEntry {
     /// Milliseconds since 1970, now.
     static func now() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
+}
+
+extension SnapshotValue {
+    /// Whether `self` and `other` are stored as the same value: `==`, except that a NaN is
+    /// the same as a NaN (an update that leaves a NaN attribute alone has not changed it),
+    /// and doubles and dates otherwise compare by their bits (-0 and 0 differ).
+    func isStored(as other: SnapshotValue) -> Bool {
+        switch (self, other) {
+        case (.double(let a), .double(let b)): return a.bitPattern == b.bitPattern || (a.isNaN && b.isNaN)
+        case (.date(let a), .date(let b)):
+            return a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        case (.array(let a), .array(let b)):
+            return a.count == b.count && zip(a, b).allSatisfy { $0.isStored(as: $1) }
+        case (.object(let a), .object(let b)):
+            return a.count == b.count && a.allSatisfy { key, value in b[key].map { value.isStored(as: $0) } ?? false }
+        default: return self == other
+        }
+    }
 }

@@ -57,6 +57,7 @@ package enum LogCodec {
             w.varint(try entityIndex(entity, map))
             w.zigzag(key)
         }
+        if map.formatVersion.keepsHistory { try encodeHistory(commit.history, into: &w, map: map) }
         if map.formatVersion.locatesRecords {
             var spilled = LogSpilled()
             let blocks = try encodeBlocks(
@@ -94,6 +95,7 @@ package enum LogCodec {
             _ = try entityName(try r.varint(), map)
             _ = try r.zigzag()
         }
+        if map.formatVersion.keepsHistory { _ = try decodeHistory(&r, map: map) }
         let writeCount = try r.count(minimumSize: 4)
         guard map.formatVersion.locatesRecords else {
             throw LogDecodeError("only a version 4 or 5 commit can be summarized without decoding its writes")
@@ -139,6 +141,7 @@ package enum LogCodec {
         }
         var writes: SaveWrites = []
         var references: [Int: [LogExternalReference]] = [:]
+        let history = map.formatVersion.keepsHistory ? try decodeHistory(&r, map: map) : SaveHistory()
         let writeCount = try r.count(minimumSize: 4)
         writes.reserveCapacity(writeCount)
         var locations: [RecordLocation] = []
@@ -188,9 +191,91 @@ package enum LogCodec {
             try decodeWrites(&r, writeCount)
         }
         guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes after the commit's last write") }
-        return LogCommit(
+        var commit = LogCommit(
             transactionID: transactionID, timestamp: timestamp, author: author, nextPrimaryKey: nextPrimaryKey,
             deletes: deletes, writes: writes, externalReferences: references, locations: locations)
+        try checkHistory(history, of: commit)
+        commit.history = history
+        return commit
+    }
+
+    // MARK: History (version 6)
+
+    /// Appends a commit's history section (`Formats/log.md`, "Commit record", version 6).
+    static func encodeHistory(_ history: SaveHistory, into w: inout LogByteWriter, map: LogEntityMap) throws {
+        w.varint(history.updated.count)
+        for write in history.updated.keys.sorted() {
+            let positions = history.updated[write] ?? []
+            w.varint(write)
+            w.varint(positions.count)
+            for position in positions { w.varint(position) }
+        }
+        w.varint(history.tombstones.count)
+        for delete in history.tombstones.keys.sorted() {
+            let values = history.tombstones[delete] ?? []
+            w.varint(delete)
+            w.varint(values.count)
+            for (position, value) in values {
+                w.varint(position)
+                try encodeValue(value, into: &w, map: map)
+            }
+        }
+    }
+
+    /// Reads a commit's history section; its positions are checked against the commit by
+    /// ``checkHistory(_:of:)`` once its writes are decoded.
+    static func decodeHistory(_ r: inout LogByteReader, map: LogEntityMap) throws -> SaveHistory {
+        var history = SaveHistory()
+        var previous = -1
+        for _ in 0..<(try r.count(minimumSize: 2)) {
+            let write = try historyIndex(&r)
+            guard write > previous else { throw LogDecodeError("the history's updates are not in ascending order") }
+            previous = write
+            var positions: [Int] = []
+            var last = -1
+            for _ in 0..<(try r.count()) {
+                let position = try historyIndex(&r)
+                guard position > last else { throw LogDecodeError("an update's changed positions are not ascending") }
+                last = position
+                positions.append(position)
+            }
+            history.updated[write] = positions
+        }
+        previous = -1
+        for _ in 0..<(try r.count(minimumSize: 2)) {
+            let delete = try historyIndex(&r)
+            guard delete > previous else { throw LogDecodeError("the history's tombstones are not in ascending order") }
+            previous = delete
+            var values: [(Int, SnapshotValue)] = []
+            for _ in 0..<(try r.count(minimumSize: 2)) {
+                values.append((try historyIndex(&r), try decodeValue(&r, map: map, depth: 0)))
+            }
+            history.tombstones[delete] = values
+        }
+        return history
+    }
+
+    /// A position in a history section: a varint below 2^31.
+    private static func historyIndex(_ r: inout LogByteReader) throws -> Int {
+        let value = try r.varint()
+        guard value < 1 << 31 else { throw LogDecodeError("a history position of \(value) is out of range") }
+        return Int(value)
+    }
+
+    /// A history section must name updates and deletes the commit has, and positions its
+    /// entities have.
+    static func checkHistory(_ history: SaveHistory, of commit: LogCommit) throws {
+        for (write, positions) in history.updated {
+            guard write < commit.writes.count, !commit.writes[write].isInsert else {
+                throw LogDecodeError("the history names write \(write), which is not an update of the commit")
+            }
+            guard (positions.last ?? -1) < commit.writes[write].snapshot.values.count else {
+                throw LogDecodeError("the history names a value write \(write) does not have")
+            }
+        }
+        for delete in history.tombstones.keys where delete >= commit.deletes.count {
+            throw LogDecodeError("the history names delete \(delete), which the commit does not have")
+        }
     }
 
     // MARK: Snapshots

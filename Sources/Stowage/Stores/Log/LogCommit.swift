@@ -13,6 +13,8 @@ package struct LogCommit {
     package var externalReferences: [Int: [LogExternalReference]] = [:]
     /// Version 4: where each write is, by position, once decoded from a file.
     package var locations: [RecordLocation] = []
+    /// Version 6: what its updates changed and its deletes' preserved values.
+    var history = SaveHistory()
 
     package init(
         transactionID: UInt64, timestamp: Int64, author: String?, nextPrimaryKey: Int64,
@@ -36,5 +38,6 @@ extension LogCommit {
         self.init(
             transactionID: transactionID, timestamp: timestamp, author: author,
             nextPrimaryKey: prepared.nextPrimaryKey, deletes: prepared.deletes, writes: prepared.writes)
+        history = prepared.history
     }
 }

@@ -16,6 +16,7 @@ package enum LogFormat {
         case commit = 2
         case checkpoint = 3
         case layout = 4
+        case history = 5
     }
 
     package struct FileHeader: Equatable {

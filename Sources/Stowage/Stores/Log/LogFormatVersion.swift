@@ -44,4 +44,8 @@ package struct LogFormatVersion: RawRepresentable, Hashable, Comparable, Sendabl
     /// Version 6: layout records (type 4) change the schema the records after them are
     /// written in, without rewriting the records before them.
     package var hasLayoutRecords: Bool { rawValue >= 6 }
+
+    /// Version 6: a commit records what its updates changed and its deletes' preserved
+    /// values, and history records (type 5) keep the history through compaction.
+    package var keepsHistory: Bool { rawValue >= 6 }
 }

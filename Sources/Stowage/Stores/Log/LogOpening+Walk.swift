@@ -101,6 +101,9 @@ extension LogOpening {
                             "the layout record at offset \(record.offset) does not decode: "
                                 + layoutProblem(record))
                     }
+                case .history:
+                    // Checked (frame and checksum) and otherwise left to history reads.
+                    continue
                 }
             } catch {
                 try records.reject(record, error.reason)

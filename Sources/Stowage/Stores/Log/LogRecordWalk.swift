@@ -23,6 +23,8 @@ package struct LogRecordWalk {
             case checkpoint
             /// A layout record (version 6): the schema the records after it are written in.
             case layout
+            /// A history record (version 6): transactions a compaction kept, or removed ones.
+            case history
         }
 
         package let kind: Kind
@@ -127,6 +129,11 @@ package struct LogRecordWalk {
             return .layout
         case .layout:
             try fail("a layout record (type 4) at offset \(offset): format version \(version) has no layout records")
+            return nil
+        case .history where version.keepsHistory:
+            return .history
+        case .history:
+            try fail("a history record (type 5) at offset \(offset): format version \(version) has no history records")
             return nil
         case .header:
             try fail(

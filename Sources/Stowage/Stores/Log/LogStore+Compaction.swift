@@ -88,7 +88,10 @@ extension LogStore {
     /// Replaces the log with one that holds `source`'s records, and the table with one that
     /// holds them where the new file has them. Called with the writer lock; `source` is
     /// the table as it is (no save can change it meanwhile).
-    func rewrite(_ w: inout WriterState, from source: SnapshotTable) throws {
+    ///
+    /// A compaction keeps the history (`Formats/log.md`, "History record"); an erase
+    /// (`keepingHistory` false) leaves none.
+    func rewrite(_ w: inout WriterState, from source: SnapshotTable, keepingHistory: Bool = true) throws {
         let generation = w.generation + 1
         let header = LogFormat.FileHeader(
             salt: Self.newSalt(configuration, generation: generation), generation: generation)
@@ -116,6 +119,10 @@ extension LogStore {
             end = Int64(start.count)
             dataStart = end
             let lastTransaction = w.nextTransactionID - 1
+            if header.version.keepsHistory, keepingHistory {
+                end = try writeHistory(
+                    of: w, to: fd, at: end, salt: header.salt, map: newMap, through: lastTransaction)
+            }
             var writes: SaveWrites = []
             var pending = 0
             func flush(force: Bool) throws {

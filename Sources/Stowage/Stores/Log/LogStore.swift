@@ -213,7 +213,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
             try checkWritable(w)
             try settlePending(&w)
             let empty = SnapshotTable(schema: schema, storeIdentifier: identifier)
-            try rewrite(&w, from: empty)
+            try rewrite(&w, from: empty, keepingHistory: false)
             table.withLock { $0.removeAll() }
         }
     }
