@@ -1,5 +1,6 @@
 import Foundation
 @_spi(Testing) import Stowage
+import Synchronization
 
 /// A place in the JSON sample: a composite attribute.
 public struct JSONSamplePlace: Codable, Hashable, Sendable {
@@ -41,7 +42,8 @@ public final class JSONSampleTrip {
 
 @Model
 public final class JSONSampleItem {
-    public var name: String
+    /// Preserved on deletion: `json-v2.json`'s history holds a deleted item's name.
+    @Attribute(.preserveValueOnDeletion) public var name: String
     public var quantity: Int = 1
     public var weight: Double = 0
     public var trip: JSONSampleTrip?
@@ -95,11 +97,11 @@ public enum JSONTest {
     @discardableResult
     public static func save(
         _ store: JSONStore, inserted: [DefaultSnapshot] = [], updated: [DefaultSnapshot] = [],
-        deleted: [DefaultSnapshot] = []
+        deleted: [DefaultSnapshot] = [], author: String? = nil
     ) throws -> [PersistentIdentifier: PersistentIdentifier] {
         try store.save(
             DataStoreSaveChangesRequest(
-                editingState: EditingState(), inserted: inserted, updated: updated, deleted: deleted)
+                editingState: EditingState(author: author), inserted: inserted, updated: updated, deleted: deleted)
         ).remappedIdentifiers
     }
 }
@@ -110,13 +112,63 @@ public enum JSONSamples {
     public static let schema = Schema([JSONSampleTrip.self, JSONSampleItem.self])
     public static let fileName = "json-v1.json"
 
+    public static let historyFileName = "json-v2.json"
+
+    /// Writes `json-v2.json` into `directory`: the same first save as `json-v1.json` by a
+    /// store that keeps history, then Oslo's budget set and the charger deleted by
+    /// "sampler": three transactions, at 1,790,000,000,000 ms and a second apart.
+    public static func writeVersion2(to directory: URL) throws {
+        let url = directory.appendingPathComponent(historyFileName)
+        try? FileManager.default.removeItem(at: url)
+        let tick = Mutex<Int64>(1_789_999_999_000)
+        let clock: @Sendable () -> Int64 = {
+            tick.withLock {
+                $0 += 1000
+                return $0
+            }
+        }
+        try write(to: directory, fileName: historyFileName) { configuration in
+            configuration.keepsHistory = true
+            configuration.clock = clock
+        }
+        try applyVersion2Changes(url, clock: clock)
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(historyFileName + ".lock"))
+    }
+
+    private static func applyVersion2Changes(_ url: URL, clock: @escaping @Sendable () -> Int64) throws {
+        var configuration = JSONTest.configuration(url, schema: schema)
+        configuration.clock = clock
+        let store = try JSONStore(configuration, migrationPlan: nil)
+        defer { store.close() }
+        let trip = schema.entitiesByName["JSONSampleTrip"]!
+        let itemName = schema.entitiesByName["JSONSampleItem"]!.property(named: "name")!.index
+        var oslo = try store.allSnapshots(of: "JSONSampleTrip").first {
+            $0.values[trip.property(named: "name")!.index] == .string("Oslo")
+        }!
+        oslo.values[trip.property(named: "budget")!.index] = .double(1200)
+        _ = try JSONTest.save(store, updated: [oslo], author: "sampler")
+        let charger = try store.allSnapshots(of: "JSONSampleItem").first { $0.values[itemName] == .string("Charger") }!
+        var lisbon = try store.allSnapshots(of: "JSONSampleTrip").first {
+            $0.values[trip.property(named: "name")!.index] == .string("Lisbon")
+        }!
+        let items = trip.property(named: "items")!.index
+        if case .array(let references) = lisbon.values[items] {
+            lisbon.values[items] = .array(references.filter { $0 != .identifier(charger.persistentIdentifier) })
+        }
+        _ = try JSONTest.save(store, updated: [lisbon], deleted: [charger], author: "sampler")
+    }
+
     /// Writes `json-v1.json` into `directory`: two trips (every value kind), three items.
-    public static func write(to directory: URL) throws {
+    public static func write(
+        to directory: URL, fileName: String = fileName,
+        configure: (inout JSONStoreConfiguration) -> Void = { _ in }
+    ) throws {
         let url = directory.appendingPathComponent(fileName)
         try? FileManager.default.removeItem(at: url)
         do {
             var configuration = JSONTest.configuration(url, schema: schema)
             configuration.fixedStoreIdentifier = storeIdentifier
+            configure(&configuration)
             let store = try JSONStore(configuration, migrationPlan: nil)
             defer { store.close() }
             let lisbon = JSONTest.snapshot(

@@ -22,6 +22,14 @@ enum HistoryStoreKind: String, CaseIterable, Sendable {
 
     var reopens: Bool { self != .memory }
 
+    /// Closes the container's stores, so that the place can be opened again.
+    static func close(_ container: ModelContainer) {
+        for store in container.stores {
+            (store as? LogStore)?.close()
+            (store as? JSONStore)?.close()
+        }
+    }
+
     func container(in directory: LogTestDirectory) throws -> ModelContainer {
         let schema = Schema([HistoryNote.self])
         switch self {
@@ -31,12 +39,10 @@ enum HistoryStoreKind: String, CaseIterable, Sendable {
             return try ModelContainer(
                 for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
         case .json:
-            return try ModelContainer(
-                for: schema,
-                configurations: [
-                    JSONStoreConfiguration(
-                        name: "notes", schema: schema, fileURL: directory.url.appendingPathComponent("notes.json"))
-                ])
+            var configuration = JSONStoreConfiguration(
+                name: "notes", schema: schema, fileURL: directory.url.appendingPathComponent("notes.json"))
+            configuration.keepsHistory = true
+            return try ModelContainer(for: schema, configurations: [configuration])
         }
     }
 }
@@ -110,7 +116,7 @@ struct HistoryTests {
         Self.check(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()), kept: kept, gone: gone)
         guard kind.reopens else { return }
         // History survives a reopen.
-        for store in container.stores { (store as? LogStore)?.close() }
+        HistoryStoreKind.close(container)
         let reopened = ModelContext(try kind.container(in: directory))
         Self.check(try reopened.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()), kept: kept, gone: gone)
     }
@@ -126,7 +132,7 @@ struct HistoryTests {
         // The app keeps the token of the first transaction, as JSON.
         let kept = try JSONEncoder().encode(try #require(all.first).token)
         if kind.reopens {
-            for store in container.stores { (store as? LogStore)?.close() }
+            HistoryStoreKind.close(container)
             container = try kind.container(in: directory)
             context = ModelContext(container)
         }
@@ -170,7 +176,7 @@ struct HistoryTests {
             HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.timestamp < cutoff }))
         #expect(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).isEmpty)
         guard kind.reopens else { return }
-        for store in container.stores { (store as? LogStore)?.close() }
+        HistoryStoreKind.close(container)
         let reopened = ModelContext(try kind.container(in: directory))
         #expect(try reopened.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).isEmpty)
         reopened.insert(HistoryNote(title: "New", body: "after"))

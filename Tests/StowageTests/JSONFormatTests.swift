@@ -66,6 +66,42 @@ struct JSONFormatTests {
         #expect(fresh == Array(Self.sampleText.utf8), "json-v1.json differs from what the writer produces")
     }
 
+    /// `json-v2.json`, a document with a history (version 2), is what the writer writes, and
+    /// its history reads: the first save's five inserts, an update that changed one
+    /// attribute, a delete whose tombstone holds the item's name.
+    @Test func theVersion2SampleIsWhatTheWriterWritesAndItsHistoryReads() throws {
+        if ProcessInfo.processInfo.environment["STOWAGE_WRITE_SAMPLES"] == "1" {
+            try JSONSamples.writeVersion2(to: Self.samples)
+        }
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        try JSONSamples.writeVersion2(to: directory.url)
+        let url = directory.url.appendingPathComponent(JSONSamples.historyFileName)
+        #expect(T.bytes(url) == T.bytes(Self.samples.appendingPathComponent(JSONSamples.historyFileName)))
+        let text = String(decoding: T.bytes(url), as: UTF8.self)
+        #expect(text.hasSuffix("\"version\": 2\n}\n"))
+        // Opened without keepsHistory: the document keeps its history.
+        let container = try ModelContainer(
+            for: T.schema, configurations: [JSONTest.configuration(url, schema: T.schema)])
+        let history = try ModelContext(container).fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+        #expect(history.map(\.transactionIdentifier) == [1, 2, 3])
+        #expect(history.map(\.author) == [nil, "sampler", "sampler"])
+        #expect(history.map { $0.timestamp.timeIntervalSince1970 } == [1_790_000_000, 1_790_000_001, 1_790_000_002])
+        #expect(history.map(\.changes.count) == [5, 1, 2])
+        if case .update(let update as DefaultHistoryUpdate<JSONSampleTrip>)? = history[1].changes.first {
+            #expect(update.updatedAttributes.map { $0 as AnyKeyPath } == [\JSONSampleTrip.budget])
+        } else {
+            Issue.record("the second transaction is not an update of a trip: \(history[1].changes)")
+        }
+        let delete = history[2].changes.compactMap { change -> DefaultHistoryDelete<JSONSampleItem>? in
+            if case .delete(let delete as DefaultHistoryDelete<JSONSampleItem>) = change { return delete }
+            return nil
+        }
+        #expect(delete.count == 1)
+        #expect(delete.first?.tombstone[\.name] as? String == "Charger")
+        (container.stores.first as? JSONStore)?.close()
+    }
+
     @Test func theSampleOpensAndRewritesItselfIdentically() throws {
         let url = try Self.document(Self.sampleText)
         defer { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
@@ -129,7 +165,10 @@ struct JSONFormatTests {
     @Test func somethingElseIsWrongFormat() throws {
         try Self.refuses("[1, 2]", .wrongFormat, ["not a stowage-json document"])
         try Self.refuses("{\"format\": \"other\"}", .wrongFormat, ["format"])
-        try Self.refuses(Self.edited("\"version\": 1\n}", "\"version\": 2\n}"), .wrongFormat, ["version 2"])
+        try Self.refuses(Self.edited("\"version\": 1\n}", "\"version\": 3\n}"), .wrongFormat, ["version 3"])
+        // Version 2 is the document with history: without its history member it is damaged.
+        try Self.refuses(
+            Self.edited("\"version\": 1\n}", "\"version\": 2\n}"), .corruptStore, ["version 2", "history member"])
     }
 
     @Test func aDifferentSchemaIsSchemaMismatch() throws {

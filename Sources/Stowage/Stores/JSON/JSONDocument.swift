@@ -5,7 +5,15 @@ import Foundation
 /// and reading bytes back into a validated table.
 package enum JSONDocument {
     package static let formatName = "stowage-json"
-    package static let formatVersion: Int64 = 1
+    /// The newest version: version 2 adds the `history` member, which a document has only
+    /// when its store keeps history (``JSONStoreConfiguration/keepsHistory``); a document
+    /// without one is written as version 1, byte for byte as before.
+    package static let formatVersion: Int64 = 2
+    /// The versions this Stowage reads.
+    package static let readableVersions: ClosedRange<Int64> = 1...2
+
+    /// The version a document of `table` is written as: 2 with a history, 1 without.
+    static func version(of table: SnapshotTable) -> Int64 { table.history == nil ? 1 : 2 }
 
     // MARK: Rendering
 
@@ -17,6 +25,10 @@ package enum JSONDocument {
         w.beginObject()
         w.key("format")
         w.string(formatName)
+        if table.history != nil {
+            w.key("history")
+            writeHistory(table, &w)
+        }
         w.key("nextPrimaryKey")
         w.int(table.nextPrimaryKey)
         w.key("records")
@@ -52,7 +64,7 @@ package enum JSONDocument {
         w.key("storeIdentifier")
         w.string(table.storeIdentifier)
         w.key("version")
-        w.int(formatVersion)
+        w.int(version(of: table))
         w.endObject()
         return w.finish()
     }
@@ -259,5 +271,129 @@ package enum JSONDocument {
         let table = loader.table()
         try loader.checkUniqueness(of: table)
         return table
+    }
+}
+
+extension JSONDocument {
+    /// The `history` member (`Formats/json.md`, version 2): the next transaction's
+    /// identifier and every transaction kept, in order.
+    static func writeHistory(_ table: SnapshotTable, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.key("next")
+        w.int(table.nextHistoryTransaction)
+        w.key("transactions")
+        w.beginArray()
+        for entry in table.history ?? [] {
+            w.beginObject()
+            w.key("author")
+            if let author = entry.author { w.string(author) } else { w.null() }
+            w.key("changes")
+            w.beginArray()
+            for change in entry.changes {
+                w.beginObject()
+                w.key("entity")
+                w.string(change.entity)
+                w.key("id")
+                w.int(change.key)
+                w.key("kind")
+                w.string(["insert", "update", "delete"][Int(change.kind.rawValue)])
+                switch change.kind {
+                case .insert: break
+                case .update:
+                    w.key("updated")
+                    w.beginArray()
+                    for name in change.updated { w.string(name) }
+                    w.endArray()
+                case .delete:
+                    w.key("tombstone")
+                    w.beginObject()
+                    for name in change.tombstone.keys.sorted(by: jsonKeyOrder) {
+                        w.key(name)
+                        JSONValueCodec.write(change.tombstone[name] ?? .null, to: &w)
+                    }
+                    w.endObject()
+                }
+                w.endObject()
+            }
+            w.endArray()
+            w.key("time")
+            w.int(entry.timestamp)
+            w.key("transaction")
+            w.int(entry.transactionID)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+    }
+
+    /// Reads the `history` member against the stored `schema` (whose attribute types read
+    /// the tombstones' values).
+    static func readHistory(_ json: JSONValue, schema: StoredSchema, storeIdentifier: String) throws(Problem) -> (
+        entries: [HistoryEntry], next: Int64
+    ) {
+        let top = try members(json, "history")
+        guard case .integer(let next)? = top["next"], next >= 1 else {
+            throw .corrupt("history.next must be an integer of at least 1")
+        }
+        guard case .array(let list)? = top["transactions"] else {
+            throw .corrupt("history.transactions must be an array")
+        }
+        var entries: [HistoryEntry] = []
+        var previous: Int64 = 0
+        for item in list {
+            let entry = try members(item, "a history transaction")
+            guard case .integer(let id)? = entry["transaction"], id > previous, id < next else {
+                throw .corrupt("a history transaction's identifier must be ascending and below history.next")
+            }
+            previous = id
+            guard case .integer(let time)? = entry["time"] else {
+                throw .corrupt("history transaction \(id): time must be an integer")
+            }
+            let author: String?
+            switch entry["author"] {
+            case .null?: author = nil
+            case .string(let name)?: author = name
+            default: throw .corrupt("history transaction \(id): author must be a string or null")
+            }
+            guard case .array(let changeList)? = entry["changes"] else {
+                throw .corrupt("history transaction \(id): changes must be an array")
+            }
+            var changes: [HistoryEntry.Change] = []
+            for changeItem in changeList {
+                let context = "history transaction \(id): a change"
+                let fields = try members(changeItem, context)
+                let entityName = try string(fields["entity"], "\(context)'s entity")
+                guard case .integer(let key)? = fields["id"] else {
+                    throw .corrupt("\(context)'s id must be an integer")
+                }
+                let kindName = try string(fields["kind"], "\(context)'s kind")
+                guard let kindIndex = ["insert", "update", "delete"].firstIndex(of: kindName),
+                    let kind = HistoryEntry.Change.Kind(rawValue: UInt8(kindIndex))
+                else { throw .corrupt("\(context)'s kind \"\(kindName)\" is not insert, update or delete") }
+                var change = HistoryEntry.Change(kind: kind, entity: entityName, key: key)
+                let entity = schema.entities.first { $0.name == entityName }
+                if kind == .update {
+                    guard case .array(let names)? = fields["updated"] else {
+                        throw .corrupt("\(context)'s updated must be an array of names")
+                    }
+                    for name in names { change.updated.append(try string(name, "\(context)'s updated name")) }
+                }
+                if kind == .delete {
+                    let values = try members(fields["tombstone"] ?? .null, "\(context)'s tombstone")
+                    for (name, value) in values {
+                        guard let property = entity?.properties.first(where: { $0.name == name }) else { continue }
+                        do {
+                            change.tombstone[name] = try JSONValueCodec.readAttribute(
+                                value, typeName: property.typeName, storeIdentifier: storeIdentifier)
+                        } catch {
+                            throw .corrupt("\(context)'s tombstone value \(name) does not read: \(error)")
+                        }
+                    }
+                }
+                changes.append(change)
+            }
+            entries.append(HistoryEntry(transactionID: id, timestamp: time, author: author, changes: changes))
+        }
+        return (entries, next)
     }
 }

@@ -14,6 +14,8 @@ package enum JSONDocumentProblem: Sendable {
     case noFormat
     /// The document is not of the format version this code reads (`found`: the member, if any).
     case version(found: JSONValue?)
+    /// The `history` member (version 2) does not read, for this reason.
+    case history(JSONDocument.Problem)
     /// `storeIdentifier` is not a non-empty string (`found`: the member, if any).
     case storeIdentifier(found: JSONValue?)
     /// The schema does not read, for this reason.
@@ -99,7 +101,9 @@ package enum JSONDocumentProblem: Sendable {
             case let other?: text = other.typeName
             case nil: text = "(none)"
             }
-            return "it is \(format) version \(text), not \(JSONDocument.formatVersion)"
+            return "it is \(format) version \(text); this Stowage reads versions "
+                + "\(JSONDocument.readableVersions.lowerBound) to \(JSONDocument.readableVersions.upperBound)"
+        case .history(let problem): return "the history does not read: \(problem)"
         case .storeIdentifier(.string?): return "storeIdentifier is empty"
         case .storeIdentifier(let found):
             return "storeIdentifier must be a string, found \(found?.typeName ?? "nothing")"

@@ -49,4 +49,19 @@ package protocol JSONDocumentVisitor {
 
     /// The walk is done: `maximumKey` is the largest identifier of a record (0 for none).
     mutating func end(maximumKey: Int64) throws(Failure)
+
+    /// The document's history (version 2), after the records.
+    mutating func history(_ entries: [HistoryEntry], next: Int64) throws(Failure)
+
+    /// The document's format version, one of ``JSONDocument/readableVersions``, before
+    /// ``header(storeIdentifier:nextPrimaryKey:)``.
+    mutating func version(_ version: Int64) throws(Failure)
+}
+
+extension JSONDocumentVisitor {
+    /// A reader that does not keep the history skips it.
+    package mutating func history(_ entries: [HistoryEntry], next: Int64) throws(Failure) {}
+
+    /// A reader that does not report the version ignores it.
+    package mutating func version(_ version: Int64) throws(Failure) {}
 }

@@ -11,7 +11,7 @@
 package enum JSONDocumentWalk {
     /// The top-level members the format defines.
     package static let topLevelMembers: Set<String> = [
-        "format", "version", "storeIdentifier", "nextPrimaryKey", "schema", "records",
+        "format", "version", "storeIdentifier", "nextPrimaryKey", "schema", "records", "history",
     ]
 
     /// Where a repeated entity name or record identifier is reported, and in which order
@@ -145,6 +145,27 @@ package enum JSONDocumentWalk {
         }
         var maximumKey: Int64 = 0
         try entityGroups(groups, storeIdentifier, &maximumKey, &visitor)
+        var versionTwo = false
+        if case .integer(2)? = top["version"] { versionTwo = true }
+        if top["history"] == nil, versionTwo {
+            return try visitor.report(.history(.corrupt("a version 2 document must have a history member")))
+        }
+        if let history = top["history"] {
+            guard versionTwo else {
+                return try visitor.report(.history(.corrupt("a version 1 document has no history member")))
+            }
+            do {
+                let (entries, next) = try JSONDocument.readHistory(
+                    history, schema: schema, storeIdentifier: storeIdentifier)
+                try visitor.history(entries, next: next)
+            } catch let problem as JSONDocument.Problem {
+                return try visitor.report(.history(problem))
+            } catch let failure as Visitor.Failure {
+                throw failure
+            } catch {
+                return try visitor.report(.history(.corrupt("\(error)")))
+            }
+        }
         try visitor.end(maximumKey: maximumKey)
     }
 
@@ -167,10 +188,11 @@ package enum JSONDocumentWalk {
         for (key, value) in list where top.updateValue(value, forKey: key) != nil {
             try visitor.report(.repeatedMember(key))
         }
-        guard case .integer(JSONDocument.formatVersion)? = top["version"] else {
+        guard case .integer(let version)? = top["version"], JSONDocument.readableVersions.contains(version) else {
             try visitor.report(.version(found: top["version"]))
             return nil
         }
+        try visitor.version(version)
         for name in top.keys.sorted() where !topLevelMembers.contains(name) {
             try visitor.report(.unknownMember(name))
         }

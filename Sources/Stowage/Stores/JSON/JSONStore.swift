@@ -136,11 +136,14 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             // So may a migration killed before or just after its rename.
             MigrationRunner.removeLeftovers(of: path, in: directory)
             if let fd = try fs.open(path, mode: .existing) {
-                let (table, size) = try load(fd)
+                var (table, size) = try load(fd)
+                // A document begins to keep history at its next save (it becomes version 2).
+                if configuration.keepsHistory, table.history == nil { table.history = [] }
                 return (table, lockFD, size)
             }
             let identifier = configuration.fixedStoreIdentifier ?? "json-" + UUID().uuidString
-            let table = SnapshotTable(schema: schema, storeIdentifier: identifier)
+            var table = SnapshotTable(schema: schema, storeIdentifier: identifier)
+            if configuration.keepsHistory { table.history = [] }
             let bytes = JSONDocument.render(table)
             try replace(fs: fs, path: path, directory: directory, with: bytes)
             return (table, lockFD, bytes.count)
@@ -225,7 +228,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
 
     /// Validates a change against the current table, writes the resulting document, and
     /// only then applies it.
-    private func change(_ prepare: (SnapshotTable) throws -> SnapshotTable.PreparedSave) throws
+    private func change(author: String?, _ prepare: (SnapshotTable) throws -> SnapshotTable.PreparedSave) throws
         -> SnapshotTable.PreparedSave
     {
         try writer.withLock { w in
@@ -235,6 +238,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             if prepared.isEmpty { return prepared }
             var next = current
             next.apply(prepared)
+            next.recordHistory(prepared, author: author, timestamp: configuration.clock?() ?? HistoryEntry.now())
             try commit(&w, from: current, to: next)
             return prepared
         }
@@ -247,13 +251,13 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     }
 
     public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
-        let prepared = try change { try $0.prepare(request) }
+        let prepared = try change(author: request.editingState.author) { try $0.prepare(request) }
         return prepared.result(storeIdentifier: identifier, request: request)
     }
 
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
         var doomed: [PersistentIdentifier] = []
-        _ = try change { table in
+        _ = try change(author: request.editingState.author) { table in
             let snapshots = try table.fetch(request.query)
             doomed = snapshots.map(\.persistentIdentifier)
             return try table.prepare(
@@ -270,6 +274,9 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             let current = table.withLock { $0 }
             var empty = SnapshotTable(schema: schema, storeIdentifier: identifier)
             empty.nextPrimaryKey = current.nextPrimaryKey
+            // An erased store has no history; its transactions go on from where they were.
+            empty.history = current.history == nil ? nil : []
+            empty.nextHistoryTransaction = current.nextHistoryTransaction
             try commit(&w, from: current, to: empty)
         }
     }
@@ -315,10 +322,25 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
     /// ``DataStoreError/unsupportedFeature``.
     public var maximumFileSize: Int
 
+    /// Whether saves are recorded in the document's history, for ``ModelContext/fetchHistory(_:)``.
+    /// `false` by default, where SwiftData always keeps history: the document is rewritten
+    /// whole by every save, so a history that grows with every save (a thousand updates of
+    /// one record are a thousand transactions) would make each save slower until
+    /// ``ModelContext/deleteHistory(_:)`` trims it, and the document would no longer be
+    /// the same bytes for the same data. With `true`, a new document, or an old one at its
+    /// next save, keeps a `history` member (`Formats/json.md`, version 2). A document
+    /// that has one keeps it whatever this says: turning it off does not drop history that
+    /// a reader may rely on. Without history, `fetchHistory` throws
+    /// ``DataStoreError/unsupportedFeature``.
+    public var keepsHistory = false
+
     /// The file operations; tests put a fault-injecting one here.
     @_spi(Testing) public var fileSystem: any StoreFileSystem = POSIXStoreFileSystem()
     /// A fixed store identifier for a new file (the sample files).
     @_spi(Testing) public var fixedStoreIdentifier: String?
+    /// The history's clock, in milliseconds since 1970, instead of the system's (the
+    /// sample files).
+    @_spi(Testing) public var clock: (@Sendable () -> Int64)?
     /// What opening may convert beyond one schema version's changes: set by a migration
     /// plan's stage on its working copy (``SchemaMigrationPlan``), never by an app.
     var conversionOptions = SchemaConversion.Options()
@@ -338,5 +360,44 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
         var configuration = self
         configuration.schema = self.schema ?? schema
         return try JSONStore(configuration, migrationPlan: migrationPlan)
+    }
+}
+
+/// The JSON store keeps its history in its document (`Formats/json.md`, version 2).
+extension JSONStore: HistoryProviding, HistoryKeeping {
+    public typealias HistoryType = DefaultHistoryTransaction
+    public static var historyType: DefaultHistoryTransaction.Type { DefaultHistoryTransaction.self }
+
+    /// The transactions the descriptor selects. Throws ``DataStoreError/unsupportedFeature``
+    /// when the document keeps no history (``JSONStoreConfiguration/keepsHistory``).
+    public func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
+        -> [DefaultHistoryTransaction]
+    {
+        try fetchDefaultHistory(descriptor)
+    }
+
+    /// Removes the transactions from the history: the document is written again.
+    public func deleteHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
+        try deleteDefaultHistory(descriptor)
+    }
+
+    func historyEntries() throws -> [HistoryEntry] {
+        guard let history = table.withLock({ $0.history }) else {
+            throw DataStoreError(
+                .unsupportedFeature,
+                "\(path) keeps no history: set JSONStoreConfiguration.keepsHistory to true to record saves from now on")
+        }
+        return history
+    }
+
+    func removeHistory(_ transactions: Set<Int64>) throws {
+        guard !transactions.isEmpty else { return }
+        try writer.withLock { w in
+            try checkWritable(w)
+            let current = table.withLock { $0 }
+            var next = current
+            next.history?.removeAll { transactions.contains($0.transactionID) }
+            try commit(&w, from: current, to: next)
+        }
     }
 }

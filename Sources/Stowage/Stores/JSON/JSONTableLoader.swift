@@ -140,6 +140,11 @@ struct JSONTableLoader: JSONDocumentVisitor {
 
     mutating func end(maximumKey: Int64) { self.maximumKey = maximumKey }
 
+    /// The history the document keeps (version 2); a version 1 document has none.
+    var history: (entries: [HistoryEntry], next: Int64)?
+
+    mutating func history(_ entries: [HistoryEntry], next: Int64) { history = (entries, next) }
+
     // MARK: After the walk
 
     /// Every relationship names a live record of its destination.
@@ -156,6 +161,8 @@ struct JSONTableLoader: JSONDocumentVisitor {
         var table = SnapshotTable(schema: model, storeIdentifier: storeIdentifier)
         table.bulkLoad(live)
         table.nextPrimaryKey = max(storedNextKey, maximumKey + 1)
+        table.history = history?.entries
+        table.nextHistoryTransaction = history?.next ?? 1
         return table
     }
 
