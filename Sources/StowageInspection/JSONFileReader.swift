@@ -66,7 +66,8 @@ struct JSONFileReader: JSONDocumentVisitor {
         case .version(.integer(let version)?):
             throw ToolFailure(
                 .notAStore,
-                "\(path) is stowage-json version \(version); this tool reads version \(JSONDocument.formatVersion)")
+                "\(path) is stowage-json version \(version); this tool reads versions "
+                    + "\(JSONDocument.readableVersions.lowerBound) to \(JSONDocument.readableVersions.upperBound)")
         case .version:
             throw ToolFailure(.notAStore, "\(path): the stowage-json document has no integer \"version\"")
         case .storeIdentifier:
@@ -89,6 +90,14 @@ struct JSONFileReader: JSONDocumentVisitor {
         default:
             add(problem)
         }
+    }
+
+    mutating func history(_ entries: [HistoryEntry], next: Int64) {
+        store.history = entries
+    }
+
+    mutating func version(_ version: Int64) {
+        store.formatVersion = Int(version)
     }
 
     mutating func header(storeIdentifier: String, nextPrimaryKey: Int64?) {

@@ -86,7 +86,14 @@ enum LogFileScanner {
                 limit = end
                 continue
             }
-            return scan.finish(validLength: end, damage: damage)
+            var result = scan.finish(validLength: end, damage: damage)
+            // The history as `fetchHistory` reads it, from the same valid prefix.
+            do {
+                result.store.history = try LogHistory.entries(file.fs, file.fd, end: end, path: path)
+            } catch {
+                result.store.problems.append(ToolProblem(offset: nil, message: "the history does not read: \(error)"))
+            }
+            return result
         }
     }
 
@@ -122,6 +129,8 @@ enum LogFileScanner {
                                 + "before it")
                     }
                     scan.add(layout: record)
+                case .history:
+                    scan.add(history: record)
                 }
             } catch {
                 do {

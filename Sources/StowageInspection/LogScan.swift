@@ -105,6 +105,14 @@ struct LogScan {
         log.storedPayloadBytes += record.storedLength
     }
 
+    /// Adds a history record (format version 6): live, as the header record is.
+    mutating func add(history record: LogRecordWalk.Record) {
+        log.historyRecords += 1
+        log.regions.append(ToolRegion(offset: record.offset, length: record.recordLength, kind: .header))
+        log.payloadBytes += Int64(record.payload.count)
+        log.storedPayloadBytes += record.storedLength
+    }
+
     /// Adds a commit: its deletes and writes folded into the live records, the bytes they
     /// make dead in earlier commits, and the problems its transaction, values and keys have.
     mutating func add(_ commit: LogCommit, _ record: LogRecordWalk.Record) {

@@ -179,6 +179,8 @@ package struct ToolLogDetails: Sendable {
     package var checkpoints: Int
     /// Layout records (format version 6), and their offsets.
     package var layouts: [Int64] = []
+    /// History records (format version 6).
+    package var historyRecords = 0
     /// The last of them: the one whose bytes are live.
     package var lastCheckpoint: ToolCheckpoint? = nil
     package var liveBytes: Int64
@@ -214,6 +216,10 @@ package struct ToolStore: Sendable {
     package var problems: [ToolProblem]
     /// For a JSON document: where the damage is, as line and column.
     package var damageLine: (line: Int, column: Int)?
+    /// The store's history as `fetchHistory` reads it, oldest first: a log's commits and
+    /// history records, a JSON document's `history` member; `nil` when the store keeps none
+    /// (a JSON document of version 1) or it does not read (one of ``problems`` says why).
+    package var history: [HistoryEntry]?
 
     package var recordCount: Int { records.values.reduce(0) { $0 + $1.count } }
 

@@ -29,8 +29,12 @@ enum Commands {
         let logVersions =
             log.lowerBound == log.upperBound
             ? "version \(log.lowerBound)" : "versions \(log.lowerBound) to \(log.upperBound)"
+        let json = JSONDocument.readableVersions
+        let jsonVersions =
+            json.lowerBound == json.upperBound
+            ? "version \(json.lowerBound)" : "versions \(json.lowerBound) to \(json.upperBound)"
         return "stowage \(toolVersion) (reads log format \(logVersions), "
-            + "\(JSONDocument.formatName) version \(JSONDocument.formatVersion))"
+            + "\(JSONDocument.formatName) \(jsonVersions))"
     }
 
     /// The `stowage --help` text; its COMMANDS list is each command's abstract.

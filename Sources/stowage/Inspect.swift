@@ -25,7 +25,8 @@ struct Inspect: StowageCommand {
         discussion: """
             Prints the format and its version, the file size, the store identifier, the schema
             (version; entities with their properties and types, relationships, uniqueness
-            constraints and indexes), the live records per entity and the next primary key.
+            constraints and indexes), the live records per entity and the next primary key, and
+            how many transactions the history holds (as ModelContext.fetchHistory reads it).
             For a log store also: the commits (the last one's time and author), in format
             versions 4 and 5 the blocks that hold the commits' writes (and how many hold LZ4
             bytes: in version 4 a block is compressed whole, in version 5 each write on its own),
@@ -110,6 +111,8 @@ struct Inspect: StowageCommand {
             }
             c.print("  next primary key: \(store.nextPrimaryKey)")
         }
+        c.print()
+        c.print("history: " + Self.historyText(store))
         if let log = store.log {
             c.print()
             c.print("log")
@@ -186,6 +189,24 @@ struct Inspect: StowageCommand {
         }
     }
 
+    /// The history as `fetchHistory` reads it: how many transactions, and where they are kept.
+    private static func historyText(_ store: ToolStore) -> String {
+        guard let history = store.history else {
+            return store.format == .json
+                ? "none kept (the document was not opened with JSONStoreConfiguration.keepsHistory)"
+                : "does not read (see the problems)"
+        }
+        var text = Text.count(history.count, "transaction")
+        if let last = history.last {
+            text += " (the last, \(last.transactionID), at \(ToolJSON.time(milliseconds: last.timestamp)))"
+        }
+        if let log = store.log, log.historyRecords > 0 {
+            text +=
+                "; \(Text.count(log.historyRecords, "history record")) keep what compaction rewrote and deleteHistory removed"
+        }
+        return text
+    }
+
     private static func jsonObject(_ store: ToolStore, mapWidth: Int?) -> JSON {
         var members: [(String, JSON)] = [
             ("path", .string(store.path)),
@@ -207,6 +228,7 @@ struct Inspect: StowageCommand {
         } else {
             members.append(("schema", .null))
         }
+        members.append(("historyTransactions", store.history.map { .int($0.count) } ?? .null))
         if let log = store.log {
             var logMembers: [(String, JSON)] = [
                 ("generation", .int(Int64(bitPattern: log.generation))),
@@ -229,6 +251,7 @@ struct Inspect: StowageCommand {
                     ("compressedBlocks", .int(Int64(log.commits.reduce(0) { $0 + $1.compressedBlocks }))))
             }
             if !log.layouts.isEmpty { logMembers.append(("layoutRecords", .int(log.layouts.count))) }
+            if log.historyRecords > 0 { logMembers.append(("historyRecords", .int(log.historyRecords))) }
             logMembers += [
                 ("checkpoints", .int(log.checkpoints)),
                 (

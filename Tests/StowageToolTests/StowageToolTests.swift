@@ -63,6 +63,8 @@ struct StowageToolTests {
     static let trips = "Formats/samples/trips-v1.stowlog"
     static let torn = "Formats/samples/trips-v1-torn.stowlog"
     static let json = "Formats/samples/json-v1.json"
+    /// `stowage-json` version 2: a document with a history.
+    static let jsonV2 = "Formats/samples/json-v2.json"
     static let photos = "Formats/samples/photos-v2.stowlog"
     static let tripsV3 = "Formats/samples/trips-v3.stowlog"
 
@@ -124,10 +126,11 @@ struct StowageToolTests {
         let run = try Tool.run(["--version"])
         #expect(run.status == 0, "\(run.transcript)")
         #expect(run.stderr.isEmpty, "\(run.transcript)")
-        #expect(run.stdout == "stowage 1 (reads log format versions 1 to 6, stowage-json version 1)\n")
+        #expect(run.stdout == "stowage 1 (reads log format versions 1 to 6, stowage-json versions 1 to 2)\n")
         let log = LogFormat.readableVersions
         #expect(run.stdout.contains("reads log format versions \(log.lowerBound) to \(log.upperBound),"))
-        #expect(run.stdout.contains("\(JSONDocument.formatName) version \(JSONDocument.formatVersion))"))
+        let json = JSONDocument.readableVersions
+        #expect(run.stdout.contains("\(JSONDocument.formatName) versions \(json.lowerBound) to \(json.upperBound))"))
     }
 
     // MARK: Usage errors: exit status 2
@@ -223,6 +226,12 @@ struct StowageToolTests {
         try Tool.golden("history-trips", ["history", Self.trips], status: 0)
         try Tool.golden("history-trips-json", ["history", "--json", Self.trips], status: 0)
         try Tool.golden("history-json-store", ["history", Self.json], status: 0)
+        try Tool.golden("history-json-v2", ["history", "--changes", Self.jsonV2], status: 0)
+        try Tool.golden("history-json-v2-json", ["history", "--json", Self.jsonV2], status: 0)
+        try Tool.golden(
+            "history-trips-v6-changes", ["history", "--changes", "Formats/samples/trips-v6.stowlog"], status: 0)
+        try Tool.golden("inspect-json-v2", ["inspect", Self.jsonV2], status: 0)
+        try Tool.golden("verify-json-v2", ["verify", Self.jsonV2], status: 0)
     }
 
     // MARK: Damaged and foreign inputs
@@ -704,6 +713,50 @@ struct StowageToolTests {
         let container = try ModelContainer(for: Schema([Person.self, Chore.self]), configurations: [configuration])
         try PeopleAndChores.insert(
             into: ModelContext(container), people: 30, chores: 40, updated: 10, deleted: 5)
+    }
+
+    /// `stowage history` and `inspect` read the history as `fetchHistory` does: after a
+    /// compaction (whose history record keeps the transactions) and a `deleteHistory`, the
+    /// same transactions, with the attributes each update changed.
+    @Test func historyReadsWhatFetchHistoryReads() throws {
+        let directory = try Tool.scratchDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = directory.appendingPathComponent("indexed.store")
+        let schema = Schema([Person.self, Chore.self])
+        let expected: [DefaultHistoryTransaction]
+        do {
+            let container = try ModelContainer(
+                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: url)])
+            let context = ModelContext(container)
+            try PeopleAndChores.insert(into: context, people: 6, chores: 2, updated: 2, deleted: 1)
+            let store = try #require(container.stores.first as? LogStore)
+            try store.compact()
+            let first = try #require(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).first)
+                .transactionIdentifier
+            try context.deleteHistory(
+                HistoryDescriptor<DefaultHistoryTransaction>(
+                    predicate: #Predicate { $0.transactionIdentifier == first }))
+            expected = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
+            store.close()
+        }
+        #expect(expected.count == 2)
+        let text = try Tool.run(["history", "--changes", "indexed.store"], in: directory)
+        #expect(text.status == 0, "\(text.transcript)")
+        #expect(text.stdout.contains("history: 2 transactions, 2 history records\n"), "\(text.stdout)")
+        for transaction in expected {
+            #expect(text.stdout.contains("  txn \(transaction.transactionIdentifier)  "), "\(text.stdout)")
+        }
+        #expect(text.stdout.components(separatedBy: "    update Person ").count - 1 == 2, "\(text.stdout)")
+        #expect(text.stdout.contains(": age\n"), "\(text.stdout)")
+        #expect(text.stdout.components(separatedBy: "    delete Person ").count - 1 == 1, "\(text.stdout)")
+        #expect(!text.stdout.contains("    insert "), "the deleted first transaction held the inserts: \(text.stdout)")
+        let json = try Tool.run(["history", "--json", "indexed.store"], in: directory)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let history = try #require(object["history"] as? [[String: Any]])
+        #expect(history.compactMap { $0["transactionID"] as? Int } == expected.map { Int($0.transactionIdentifier) })
+        let inspect = try Tool.run(["inspect", "indexed.store"], in: directory)
+        #expect(inspect.stdout.contains("history: 2 transactions (the last, \(expected[1].transactionIdentifier), at "))
+        #expect(inspect.stdout.contains("; 2 history records keep what compaction rewrote and deleteHistory removed"))
     }
 
     @Test func aStoreWrittenByModelContainerEndsWithACheckpointThatVerifies() throws {
