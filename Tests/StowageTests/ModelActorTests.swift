@@ -156,6 +156,26 @@ actor TallyWriter {
     }
 }
 
+/// A model actor written by hand, without the macro: the protocol's `unownedExecutor`
+/// puts it on its model executor too.
+actor HandWrittenTallyReader: ModelActor {
+    nonisolated let modelExecutor: any ModelExecutor
+    nonisolated let modelContainer: ModelContainer
+
+    init(container: ModelContainer) {
+        modelContainer = container
+        modelExecutor = DefaultSerialModelExecutor(modelContext: ModelContext(container))
+    }
+
+    func runsOnItsExecutor() -> Bool {
+        (modelExecutor as? DefaultSerialModelExecutor)?.isIsolatingCurrentContext() == true
+    }
+
+    func count() throws -> Int {
+        try modelContext.fetchCount(FetchDescriptor<ActorTally>())
+    }
+}
+
 @Suite("@ModelActor")
 struct ModelActorTests {
     /// The keys and count of the tallies a fresh context of `container` finds.
@@ -256,6 +276,16 @@ struct ModelActorTests {
         #expect(first !== second)
     }
 
+    @Test func aModelActorWrittenByHandRunsOnItsModelExecutor() async throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let container = try ActorStoreKind.memory.container(in: directory)
+        _ = try await TallyWriter(modelContainer: container).insert(3, prefix: "t")
+        let reader = HandWrittenTallyReader(container: container)
+        #expect(await reader.runsOnItsExecutor())
+        #expect(try await reader.count() == 3)
+    }
+
     /// Eight actors save at once into one store with a unique key: every save lands, with
     /// nothing lost or duplicated, before and after the store is reopened.
     @Test(arguments: ActorStoreKind.allCases)
@@ -301,5 +331,33 @@ struct ModelActorTests {
         let reopened = try Self.stored(in: try kind.container(in: directory))
         #expect(reopened.count == expected.count)
         #expect(reopened.keys == expected)
+    }
+
+    /// With a sync as slow as a real disk's, the saves of eight model actors share syncs
+    /// (the log store's group commit), and every one of them is there after a reopen.
+    @Test func modelActorsSavingIntoALogStoreShareSyncs() async throws {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let fs = FaultInjectingFileSystem()
+        fs.setBeforeSync { _ in usleep(2000) }
+        let schema = ActorStoreKind.schema
+        var configuration = LogStoreConfiguration(schema: schema, url: directory.storeURL)
+        configuration.fileSystem = fs
+        let container = try ModelContainer(for: schema, configurations: [configuration])
+        let actors = (0..<8).map { _ in TallyWriter(modelContainer: container) }
+        let saves = try await withThrowingTaskGroup(of: Int.self) { group in
+            for (writer, actor) in actors.enumerated() {
+                group.addTask { try await actor.write(writer: writer, batches: 8, perBatch: 5) }
+            }
+            return try await group.reduce(0, +)
+        }
+        let store = try #require(container.stores.first as? LogStore)
+        let syncs = store.commitSyncCount
+        #expect(syncs > 0 && syncs < saves, "\(syncs) syncs for \(saves) saves")
+        let stored = try Self.stored(in: container)
+        #expect(stored.count == 8 * 8 * 5 + 8)
+        Self.close(container)
+        let reopened = try Self.stored(in: try ActorStoreKind.log.container(in: directory))
+        #expect(reopened.keys == stored.keys)
     }
 }
