@@ -16,6 +16,9 @@ struct StowageDiagnostic: DiagnosticMessage {
     static let modelOnNonClass = StowageDiagnostic(
         "modelOnNonClass", "'@Model' can only be applied to a class")
 
+    static let modelActorOnNonActor = StowageDiagnostic(
+        "modelActorOnNonActor", "'@ModelActor' can only be applied to an actor")
+
     static let storedLet = StowageDiagnostic(
         "storedLet", "@Model stored properties must be declared with 'var'")
 

@@ -12,6 +12,7 @@ func stowageMacroType(named typeName: String) -> (any Macro.Type)? {
     case "StowageIgnoredMacro": StowageIgnoredMacro.self
     case "IndexMacro": IndexMacro.self
     case "UniqueMacro": UniqueMacro.self
+    case "ModelActorMacro": ModelActorMacro.self
     default: nil
     }
 }

@@ -19,6 +19,7 @@ let stowageMacros: [String: MacroSpec] = [
     "Stowage._StowageIgnored": MacroSpec(type: StowageIgnoredMacro.self),
     "Index": MacroSpec(type: IndexMacro.self),
     "Unique": MacroSpec(type: UniqueMacro.self),
+    "ModelActor": MacroSpec(type: ModelActorMacro.self, conformances: ["ModelActor"]),
 ]
 
 /// A diagnostic a test expects: its message, 1-based position, severity and Fix-It texts.

@@ -9,7 +9,7 @@ struct PluginTests {
         "Every macro type the declarations name resolves",
         arguments: [
             "ModelMacro", "PersistedPropertyMacro", "AttributeMacro", "RelationshipMacro",
-            "TransientMacro", "StowageIgnoredMacro", "IndexMacro", "UniqueMacro",
+            "TransientMacro", "StowageIgnoredMacro", "IndexMacro", "UniqueMacro", "ModelActorMacro",
         ])
     func resolves(typeName: String) throws {
         let macro = try StowagePluginProvider().resolveMacro(moduleName: "StowageMacros", typeName: typeName)

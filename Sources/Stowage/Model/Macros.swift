@@ -119,3 +119,30 @@ public macro Index<T>(_ indices: [PartialKeyPath<T>]...) =
 @freestanding(declaration, names: named(_stowageUniqueness))
 public macro Unique<T>(_ constraints: [PartialKeyPath<T>]...) =
     #externalMacro(module: "StowageMacros", type: "UniqueMacro")
+
+/// Makes an actor a ``ModelActor``: one that works with its own ``ModelContext``, off the
+/// main actor.
+///
+/// ```swift
+/// @ModelActor
+/// actor Importer {
+///     func importTrips(_ names: [String]) throws -> Int {
+///         for name in names { modelContext.insert(Trip(name: name)) }
+///         try modelContext.save()
+///         return names.count
+///     }
+/// }
+/// let count = try await Importer(modelContainer: container).importTrips(["Lisbon"])
+/// ```
+///
+/// The macro adds `modelContainer`, `modelExecutor` and `init(modelContainer:)`, which
+/// makes a new context for the container and a ``DefaultSerialModelExecutor`` over it, and
+/// the actor's `unownedExecutor`, so that the actor's code runs on that executor. It can
+/// only be applied to an actor.
+///
+/// Where Stowage differs: the executor runs the actor's jobs on a `DispatchQueue` of its
+/// own, and `unownedExecutor` is one of the macro's members as well as the protocol's.
+@attached(
+    member, names: named(modelExecutor), named(modelContainer), named(init), named(unownedExecutor))
+@attached(extension, conformances: ModelActor)
+public macro ModelActor() = #externalMacro(module: "StowageMacros", type: "ModelActorMacro")
