@@ -14,8 +14,8 @@
 //                                       opens the store with ParcelPlan (V1 to V2), prints
 //                                       "migrated <parcels>"
 //   LogCrashChild history <store-file> <round>
-//                                       eight threads, each with its own context and author
-//                                       ("worker N"), save batches round * 1_000_000 +
+//                                       eight @ModelActor actors, each with its own context
+//                                       and author ("worker N"), save batches round * 1_000_000 +
 //                                       N * 10_000 + k forever, printing each acknowledged
 //                                       batch number (after "ready")
 //   LogCrashChild default               opens ModelContainer(for:) with no configuration
@@ -38,6 +38,17 @@ func insertBatch(_ n: Int, into context: ModelContext, withBlobs: Bool = true) {
             CrashBatch(
                 batch: n, index: i, payload: CrashBatch.payload(batch: n, row: i),
                 blob: withBlobs ? CrashBatch.blob(batch: n, row: i) : Data()))
+    }
+}
+
+/// One of the `history` mode's eight savers: a `@ModelActor` with a context of its own.
+@ModelActor
+actor BatchSaver {
+    func sign(_ author: String) { modelContext.author = author }
+
+    func save(batch: Int) throws {
+        insertBatch(batch, into: modelContext, withBlobs: false)
+        try modelContext.save()
     }
 }
 
@@ -81,21 +92,20 @@ do {
             configurations: [LogStoreConfiguration(url: URL(fileURLWithPath: arguments[2]))])
         say("ready")
         for worker in 0..<8 {
-            Thread {
+            Task.detached {
                 do {
-                    let context = ModelContext(container)
-                    context.author = "worker \(worker)"
+                    let saver = BatchSaver(modelContainer: container)
+                    await saver.sign("worker \(worker)")
                     for k in 0... {
                         let batch = round * 1_000_000 + worker * 10_000 + k
-                        insertBatch(batch, into: context, withBlobs: false)
-                        try context.save()
+                        try await saver.save(batch: batch)
                         say(String(batch))
                     }
                 } catch {
                     say("error \(error)")
                     exit(1)
                 }
-            }.start()
+            }
         }
         while true { sleep(1) }
     case "lock" where arguments.count >= 3:

@@ -64,19 +64,19 @@ struct LogCrashTests {
         return (String(decoding: output, as: UTF8.self).split(separator: "\n"), whileSaving)
     }
 
-    /// Eight contexts of one container, each on its own thread with its own author, save at
-    /// once when SIGKILL comes; after each of several rounds the store, reopened, holds
+    /// Eight `@ModelActor` actors of one container, each with its own context and author,
+    /// save at once when SIGKILL comes; after each of several rounds the store, reopened, holds
     /// every acknowledged save whole and no save in part, and its history (read with
     /// `fetchHistory`) holds one transaction per save: all of one batch's rows, by the
     /// worker that saved it, none twice, none missing.
-    @Test func killNineWhileEightContextsSaveLeavesTheHistoryWhole() throws {
+    @Test func killNineWhileEightActorsSaveLeavesTheHistoryWhole() throws {
         var random = SeededRandom.fromEnvironment()
         let seed = random.seed
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         var acknowledged: Set<Int> = []
         var landedWhileSaving = 0
-        // Five rounds, and more (up to ten) until a kill has landed while the contexts saved.
+        // Five rounds, and more (up to ten) until a kill has landed while the actors saved.
         for round in 0..<10 {
             if round >= 5, landedWhileSaving > 0 { break }
             let (lines, whileSaving) = try Self.runAndKill(
@@ -117,7 +117,7 @@ struct LogCrashTests {
             }
             #expect(inHistory == Set(rowsOfBatch.keys), "seed \(seed), round \(round)")
         }
-        #expect(landedWhileSaving > 0, "seed \(seed): no kill landed while the contexts saved")
+        #expect(landedWhileSaving > 0, "seed \(seed): no kill landed while the actors saved")
     }
 
     @Test func theChildIsBuilt() {
