@@ -124,7 +124,9 @@ public struct DefaultHistoryTransaction: HistoryTransaction {
     public typealias TransactionIdentifier = Int64
 
     public let storeIdentifier: String
-    /// Linux has no bundles: the executable's name, as `ProcessInfo` gives it.
+    /// The bundle that saved, in SwiftData. Linux has no bundles, and Stowage's stores do
+    /// not record which program saved, so it is always empty (the reading program's name
+    /// would say nothing about the writer).
     public let bundleIdentifier: String
     /// The process that saved, when the store recorded it; empty otherwise. Stowage's
     /// stores do not record it, so it is always empty: a transaction a later process reads

@@ -109,7 +109,6 @@ enum HistoryReading {
     static func transactions(_ entries: [HistoryEntry], storeIdentifier: String, schema: Schema)
         -> [DefaultHistoryTransaction]
     {
-        let bundle = ProcessInfo.processInfo.processName
         return entries.map { entry in
             var changes: [HistoryChange] = []
             changes.reserveCapacity(entry.changes.count)
@@ -123,7 +122,7 @@ enum HistoryReading {
                         entity: entity))
             }
             return DefaultHistoryTransaction(
-                storeIdentifier: storeIdentifier, bundleIdentifier: bundle, processIdentifier: "",
+                storeIdentifier: storeIdentifier, bundleIdentifier: "", processIdentifier: "",
                 transactionIdentifier: entry.transactionID,
                 token: DefaultHistoryToken(storeIdentifier: storeIdentifier, transaction: entry.transactionID),
                 author: entry.author, changes: changes,
