@@ -26,11 +26,49 @@ package struct HistoryEntry: Sendable, Equatable {
     }
 }
 
+/// The values each update of a save changed, by position, kept flat: one array of update
+/// positions and one of changed positions, instead of an array per update (a save of
+/// thousands of updates made as many allocations, which the benchmark's update phase showed).
+struct ChangedPositions: Sendable {
+    /// The updates, by position among the save's writes, ascending.
+    private(set) var writes: [Int] = []
+    /// Where each update's changed positions start in `positions`.
+    private var starts: [Int] = []
+    private var positions: [Int] = []
+
+    var count: Int { writes.count }
+
+    /// Starts the next update's list: `write` is above every write added so far.
+    mutating func addUpdate(_ write: Int) {
+        writes.append(write)
+        starts.append(positions.count)
+    }
+
+    /// Adds a changed position to the last update's list (ascending).
+    mutating func addChanged(_ position: Int) { positions.append(position) }
+
+    /// The changed positions of the `i`th update.
+    func positions(at i: Int) -> ArraySlice<Int> {
+        positions[starts[i]..<(i + 1 < starts.count ? starts[i + 1] : positions.count)]
+    }
+
+    /// The changed positions of the update at `write`, if it is one.
+    subscript(write: Int) -> ArraySlice<Int>? {
+        var low = 0
+        var high = writes.count
+        while low < high {
+            let middle = (low + high) / 2
+            if writes[middle] < write { low = middle + 1 } else { high = middle }
+        }
+        return low < writes.count && writes[low] == write ? positions(at: low) : nil
+    }
+}
+
 /// What a prepared save changed, by position: computed before the save is applied, while
 /// the table still holds the records it replaces.
 struct SaveHistory: Sendable {
     /// For each update, by position in the save's writes: the positions of the values it changed.
-    var updated: [Int: [Int]] = [:]
+    var updated = ChangedPositions()
     /// For each delete, by position in the save's deletes: the preserved values, by position.
     var tombstones: [Int: [(Int, SnapshotValue)]] = [:]
 
@@ -38,10 +76,23 @@ struct SaveHistory: Sendable {
     func changes(of prepared: SnapshotTable.PreparedSave, schema: Schema) -> [HistoryEntry.Change] {
         var changes: [HistoryEntry.Change] = []
         changes.reserveCapacity(prepared.deletes.count + prepared.writes.count)
+        var update = 0  // the next of `updated`'s updates: both are in write order
+        // The last update's names: the next update of the same entity that changed the same
+        // values shares them instead of making its own array (a save's updates mostly do).
+        var last: (entity: String, positions: ArraySlice<Int>, names: [String])?
         for (position, (entity, key, _, isInsert)) in prepared.writes.enumerated() {
             var change = HistoryEntry.Change(kind: isInsert ? .insert : .update, entity: entity, key: key)
-            if !isInsert, let positions = updated[position], let found = schema.entitiesByName[entity] {
-                change.updated = positions.compactMap { $0 < found.properties.count ? found.properties[$0].name : nil }
+            if update < updated.count, updated.writes[update] == position {
+                let positions = updated.positions(at: update)
+                if let last, last.entity == entity, last.positions.elementsEqual(positions) {
+                    change.updated = last.names
+                } else if let found = schema.entitiesByName[entity] {
+                    change.updated = positions.compactMap {
+                        $0 < found.properties.count ? found.properties[$0].name : nil
+                    }
+                    last = (entity, positions, change.updated)
+                }
+                update += 1
             }
             changes.append(change)
         }
@@ -74,16 +125,15 @@ extension SnapshotTable {
         var history = SaveHistory()
         var rows = RowLookup(self)
         for (position, (entity, key, snapshot, isInsert)) in prepared.writes.enumerated() where !isInsert {
+            history.updated.addUpdate(position)
             guard let row = rows.row(entity, key), let old = replacedSnapshot(row, entity, key, prepared) else {
-                history.updated[position] = Array(snapshot.values.indices)
+                for index in snapshot.values.indices { history.updated.addChanged(index) }
                 continue
             }
-            var changed: [Int] = []
             for index in snapshot.values.indices
             where index >= old.values.count || !old.values[index].isStored(as: snapshot.values[index]) {
-                changed.append(index)
+                history.updated.addChanged(index)
             }
-            history.updated[position] = changed
         }
         var preserved: [String: [Int]] = [:]
         for (position, (entity, key)) in prepared.deletes.enumerated() {

@@ -204,8 +204,8 @@ package enum LogCodec {
     /// Appends a commit's history section (`Formats/log.md`, "Commit record", version 6).
     static func encodeHistory(_ history: SaveHistory, into w: inout LogByteWriter, map: LogEntityMap) throws {
         w.varint(history.updated.count)
-        for write in history.updated.keys.sorted() {
-            let positions = history.updated[write] ?? []
+        for (i, write) in history.updated.writes.enumerated() {
+            let positions = history.updated.positions(at: i)
             w.varint(write)
             w.varint(positions.count)
             for position in positions { w.varint(position) }
@@ -231,15 +231,14 @@ package enum LogCodec {
             let write = try historyIndex(&r)
             guard write > previous else { throw LogDecodeError("the history's updates are not in ascending order") }
             previous = write
-            var positions: [Int] = []
+            history.updated.addUpdate(write)
             var last = -1
             for _ in 0..<(try r.count()) {
                 let position = try historyIndex(&r)
                 guard position > last else { throw LogDecodeError("an update's changed positions are not ascending") }
                 last = position
-                positions.append(position)
+                history.updated.addChanged(position)
             }
-            history.updated[write] = positions
         }
         previous = -1
         for _ in 0..<(try r.count(minimumSize: 2)) {
@@ -265,7 +264,8 @@ package enum LogCodec {
     /// A history section must name updates and deletes the commit has, and positions its
     /// entities have.
     static func checkHistory(_ history: SaveHistory, of commit: LogCommit) throws {
-        for (write, positions) in history.updated {
+        for (i, write) in history.updated.writes.enumerated() {
+            let positions = history.updated.positions(at: i)
             guard write < commit.writes.count, !commit.writes[write].isInsert else {
                 throw LogDecodeError("the history names write \(write), which is not an update of the commit")
             }

@@ -201,7 +201,7 @@ package enum LogHistory {
                         kind: write.isInsert ? .insert : .update, entity: entity, key: write.key)
                     if !write.isInsert {
                         change.updated =
-                            commit.history.updated[position]
+                            commit.history.updated[position].map(Array.init)
                             ?? (preamble.header.version.keepsHistory ? [] : Array(write.snapshot.values.indices))
                     }
                     changes.append(names(change, layout))
