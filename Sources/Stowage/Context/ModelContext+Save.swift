@@ -11,6 +11,7 @@ extension ModelContext {
     ///   `.unknownModelType` or `.unsupportedValue`; ``DataStoreError`` from the store.
     ///   When it throws, nothing was saved and the changes are still pending.
     public func save() throws {
+        applyPendingMerges()
         guard hasChanges else { return }
         let deletions = try resolveDeleteRules()
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
@@ -201,12 +202,28 @@ extension ModelContext {
         deletedOrder = []
         deletedModels = [:]
         withExtendedLifetime(released) {}
+        let deletedIDs = deletions.keys.filter { !$0.isTemporary }
+        // Other contexts bring in what this save changed of records that existed before it:
+        // updates, deletes, and the records that upserts landed on. A lone context skips
+        // this with one atomic load.
+        if core.contexts.hasOthers {
+            var changed = updatedIDs
+            changed.append(contentsOf: deletedIDs)
+            changed.append(contentsOf: reregister.keys)
+            core.contexts.post(changed, from: link)
+        }
+        let inserted = Set(newIdentifiers)
+        let updated = Set(updatedIDs)
+        let deleted = Set(deletedIDs)
         NotificationCenter.default.post(
             name: ModelContext.didSave, object: self,
             userInfo: [
-                NotificationKey.insertedIdentifiers.rawValue: newIdentifiers,
-                NotificationKey.updatedIdentifiers.rawValue: updatedIDs,
-                NotificationKey.deletedIdentifiers.rawValue: Array(deletions.keys),
+                NotificationKey.insertedIdentifiers: inserted,
+                NotificationKey.updatedIdentifiers: updated,
+                NotificationKey.deletedIdentifiers: deleted,
+                NotificationKey.insertedIdentifiers.rawValue: inserted,
+                NotificationKey.updatedIdentifiers.rawValue: updated,
+                NotificationKey.deletedIdentifiers.rawValue: deleted,
             ])
     }
 }

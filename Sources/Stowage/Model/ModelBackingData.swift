@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The storage behind one model's stored properties.
 ///
@@ -518,7 +519,11 @@ public final class ModelBackingData {
         return []
     }
 
+    /// Readies the model for a property read or write: brings in other contexts' saves
+    /// that its context has yet to merge (``ModelContext/processPendingChanges()``), then
+    /// links the inverses of relationships set before the model object existed.
     func bindIfNeeded(_ owner: any PersistentModel) {
+        if let link = contextLink, link.mergePending.load(ordering: .relaxed) { link.context?.mergeOtherSaves() }
         guard !pendingInverses.isEmpty else { return }
         let pending = pendingInverses
         pendingInverses = []
