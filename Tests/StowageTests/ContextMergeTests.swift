@@ -186,19 +186,35 @@ struct ContextMergeTests {
     }
 
     @Test(arguments: StoreFactory.all)
-    func unsavedChangesHereAreKept(_ factory: StoreFactory) throws {
+    func unsavedChangesHereAreKeptAndTheOtherPropertiesMerge(_ factory: StoreFactory) throws {
+        let pair = try Pair(factory)
+        pair.read.destination = "Lima"
+        pair.written.budget = 999
+        pair.written.name = "after"
+        try pair.writer.save()
+        // The property written here keeps its unsaved value; the others show the save.
+        #expect(pair.read.destination == "Lima")
+        #expect(pair.read.budget == 999)
+        #expect(pair.read.name == "after")
+        #expect(pair.reader.hasChanges)
+        try pair.reader.save()
+        let fresh = try #require(try ModelContext(pair.container).fetch(FetchDescriptor<Trip>()).first)
+        #expect(fresh.destination == "Lima")
+        #expect(fresh.budget == 999, "the reader's save did not undo the writer's budget")
+        #expect(fresh.name == "after")
+    }
+
+    @Test(arguments: StoreFactory.all)
+    func aRollbackAfterAMergeShowsTheStoredValues(_ factory: StoreFactory) throws {
         let pair = try Pair(factory)
         pair.read.destination = "Lima"
         pair.written.budget = 999
         try pair.writer.save()
-        // The model with an unsaved change keeps all of its values, the other context's
-        // budget included, until this context saves or rolls back.
-        #expect(pair.read.destination == "Lima")
-        #expect(pair.read.budget == 100)
-        #expect(pair.reader.hasChanges)
+        pair.reader.processPendingChanges()
         pair.reader.rollback()
         #expect(pair.read.destination == "Oslo")
         #expect(pair.read.budget == 999)
+        #expect(!pair.reader.hasChanges)
     }
 
     /// The policy for one property changed in both contexts: the unsaved value here wins
@@ -208,12 +224,15 @@ struct ContextMergeTests {
         let pair = try Pair(factory)
         pair.read.name = "reader's"
         pair.written.name = "writer's"
+        pair.written.destination = "Rome"
         try pair.writer.save()
         pair.reader.processPendingChanges()
         #expect(pair.read.name == "reader's")
+        #expect(pair.read.destination == "Rome")
         try pair.reader.save()
         // The reader's save reaches the writer, whose model has no unsaved changes.
         #expect(pair.written.name == "reader's")
+        #expect(pair.written.destination == "Rome")
         let fresh = ModelContext(pair.container)
         #expect(try fresh.fetch(FetchDescriptor<Trip>()).map(\.name) == ["reader's"])
     }
@@ -238,6 +257,12 @@ struct ContextMergeTests {
         item.trip = nil
         try writer.save()
         #expect(readItem.trip == nil)
+        // A model with an unsaved change of its own still takes a relationship it did not write.
+        readItem.note = "reader's note"
+        item.trip = first
+        try writer.save()
+        #expect(readItem.trip?.name == "first")
+        #expect(readItem.note == "reader's note")
     }
 
     @Test(arguments: StoreFactory.all)
@@ -254,6 +279,23 @@ struct ContextMergeTests {
         #expect(nameWatch.count == 1)
         #expect(destinationWatch.count == 0, "the destination did not change")
         #expect(pair.read.name == "after")
+    }
+
+    @Test(arguments: StoreFactory.all)
+    func observersOfAChangedModelHearOnlyOfWhatMerged(_ factory: StoreFactory) throws {
+        let pair = try Pair(factory)
+        pair.read.destination = "Lima"
+        let budgetWatch = ObservationTests.Watch()
+        budgetWatch.arm { _ = pair.read.budget }
+        let destinationWatch = ObservationTests.Watch()
+        destinationWatch.arm { _ = pair.read.destination }
+        pair.written.budget = 5
+        pair.written.destination = "Rome"
+        try pair.writer.save()
+        pair.reader.processPendingChanges()
+        #expect(budgetWatch.count == 1)
+        #expect(destinationWatch.count == 0, "the destination written here kept its value")
+        #expect(pair.read.destination == "Lima")
     }
 
     @Test(arguments: StoreFactory.all)

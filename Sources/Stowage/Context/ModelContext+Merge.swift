@@ -13,10 +13,12 @@ import Synchronization
 // `delete` or `processPendingChanges()`.
 //
 // Applying reads the records again from the store, for the identifiers this context has
-// registered and has no unsaved changes to (policy: a model with unsaved changes keeps
-// them all, until this context saves or rolls back). A record the store no longer has was
-// deleted: its model leaves this context, with `isDeleted` set. A container with a single
-// context pays one relaxed atomic load per save.
+// registered. A model with no unsaved changes takes the stored values. A model with unsaved
+// changes takes the stored values of the properties this context did not write, and keeps
+// the ones it wrote (policy: the local value of a property wins until this context saves or
+// rolls back; then the last save wins). A record the store no longer has was deleted: its
+// model leaves this context, with `isDeleted` set, unsaved changes or not. A container with
+// a single context pays one relaxed atomic load per save.
 
 /// The changes other contexts saved that a context has yet to bring into its models.
 struct PendingMerge: Sendable {
@@ -109,8 +111,8 @@ extension ModelContext {
         } else {
             candidates = pending.identifiers
         }
-        // The models this context has of them: refreshed if they have no unsaved changes,
-        // and checked for deletion if they have.
+        // The models this context has of them: refreshed whole if they have no unsaved
+        // changes, property by property if they have.
         var seen = Set<PersistentIdentifier>()
         var refresh: [(PersistentIdentifier, any PersistentModel)] = []
         var changed: [(PersistentIdentifier, any PersistentModel)] = []
@@ -134,8 +136,13 @@ extension ModelContext {
             }
         }
         // Unsaved changes stay, unless the record is gone: another context's delete wins.
-        for (id, model) in changed where snapshots[id] == nil {
-            forgetDeletedElsewhere(id, model, released: &released)
+        for (id, model) in changed {
+            if let snapshot = snapshots[id] {
+                // A model deleted here stays deleted; a changed one takes what it did not write.
+                if deletedModels[id] == nil { Self.applyMerged(snapshot, to: model, keepingWritten: true) }
+            } else {
+                forgetDeletedElsewhere(id, model, released: &released)
+            }
         }
         withExtendedLifetime(released) {}
     }
@@ -160,23 +167,43 @@ extension ModelContext {
         released.append(model)
     }
 
-    /// Replaces a model's values with the stored ones, telling the observers of each
-    /// property whose value changes, if anyone may observe the model.
-    static func applyMerged(_ snapshot: DefaultSnapshot, to model: any PersistentModel) {
+    /// Replaces a model's values with the stored ones in `snapshot`, or with
+    /// `keepingWritten` only those of the properties this context did not write, telling
+    /// the observers of each property whose value changes, if anyone may observe the model.
+    static func applyMerged(_ snapshot: DefaultSnapshot, to model: any PersistentModel, keepingWritten: Bool = false) {
         let data = model.persistentBackingData
-        guard let observation = model._stowageObservation, let old = try? data.snapshot(),
-            old.values.count == snapshot.values.count
-        else {
+        let observation = model._stowageObservation
+        if observation == nil, !keepingWritten {
             try? data.apply(snapshot)
             return
         }
-        let properties = data.entity.properties
-        let changed = snapshot.values.indices.filter { $0 < properties.count && old.values[$0] != snapshot.values[$0] }
+        // A model whose values cannot be compared is replaced whole, or left alone if it
+        // has unsaved changes.
+        guard let old = try? data.snapshot(), old.values.count == snapshot.values.count,
+            old.values.count == data.entity.properties.count
+        else {
+            if !keepingWritten { try? data.apply(snapshot) }
+            return
+        }
+        let changed = snapshot.values.indices.filter {
+            (!keepingWritten || !data.wasWritten($0)) && old.values[$0] != snapshot.values[$0]
+        }
         guard !changed.isEmpty else { return }
-        for index in changed { model.observationEvent(properties[index].keypath, observation.registrar, willSet: true) }
-        try? data.apply(snapshot)
-        for index in changed {
-            model.observationEvent(properties[index].keypath, observation.registrar, willSet: false)
+        let properties = data.entity.properties
+        if let observation {
+            for index in changed {
+                model.observationEvent(properties[index].keypath, observation.registrar, willSet: true)
+            }
+        }
+        if keepingWritten {
+            data.takeStoredValues(snapshot, at: changed)
+        } else {
+            try? data.apply(snapshot)
+        }
+        if let observation {
+            for index in changed {
+                model.observationEvent(properties[index].keypath, observation.registrar, willSet: false)
+            }
         }
     }
 }

@@ -180,9 +180,18 @@ extension ModelContext {
             if let model = registered[id] { try? model.persistentBackingData.apply(snapshot) }
         }
         // Every inserted and updated model, once all have their permanent identifiers.
-        for model in insertedModels { model.persistentBackingData.settleReferences() }
+        // They now match their records: nothing is written since (`writtenProperties`).
+        for model in insertedModels {
+            let data = model.persistentBackingData
+            data.settleReferences()
+            data.writtenProperties = 0
+        }
         for id in updatedIDs {
-            if let model = changedModels[id] { model.persistentBackingData.settleReferences() }
+            if let model = changedModels[id] {
+                let data = model.persistentBackingData
+                data.settleReferences()
+                data.writtenProperties = 0
+            }
         }
         for (id, model) in deletions {
             registered[id] = nil

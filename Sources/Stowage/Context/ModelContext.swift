@@ -423,8 +423,10 @@ public final class ModelContext {
     /// Brings in the saves other contexts of the container made since this context last
     /// looked: models this context has that another context saved show the saved values,
     /// and models another context deleted leave this context (their `isDeleted` is `true`).
-    /// A model with unsaved changes here keeps all of its values until this context saves
-    /// or rolls back, unless its record was deleted: a delete from another context wins.
+    /// A model with unsaved changes here keeps the values of the properties written here
+    /// (the local value wins until this context saves or rolls back; then the last save
+    /// wins) and shows the saved values of the others; if its record was deleted, it
+    /// leaves the context with its changes: a delete from another context wins.
     ///
     /// The context does this by itself the next time it is used (a property of one of its
     /// models read or written, a fetch, a save, `model(for:)`, `registeredModel(for:)` or
