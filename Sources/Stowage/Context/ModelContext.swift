@@ -28,7 +28,7 @@ public final class ModelContext {
     /// models), `.updatedIdentifiers` and `.deletedIdentifiers` (including the models
     /// that delete rules cascaded to). Every set is there, empty or not.
     ///
-    /// Each set is under both the key and its raw value, so that code reading
+    /// A key and its raw value are the same key (see ``NotificationKey``), so code reading
     /// `userInfo[ModelContext.NotificationKey.insertedIdentifiers]` and code reading
     /// `userInfo[ModelContext.NotificationKey.insertedIdentifiers.rawValue]` both find it.
     /// The name's raw value is Stowage's own: SwiftData does not document its value.
@@ -39,7 +39,12 @@ public final class ModelContext {
 
     /// The keys of the `userInfo` of a ``didSave`` notification. SwiftData's cases; their
     /// raw values are their names (SwiftData does not document its raw values).
-    public enum NotificationKey: String, Sendable {
+    ///
+    /// As an `AnyHashable`, as a dictionary key is, a case is its raw value: `userInfo`
+    /// holds each set once, under the raw value, and both `userInfo[key]` and
+    /// `userInfo[key.rawValue]` find it. Stowage's own: SwiftData does not say how its
+    /// keys are stored.
+    public enum NotificationKey: String, Sendable, _HasCustomAnyHashableRepresentation {
         /// The permanent identifiers of the models the save inserted.
         case insertedIdentifiers
         /// The identifiers of the models the save updated.
@@ -53,6 +58,9 @@ public final class ModelContext {
         /// The query generation the context reads. Stowage never posts it: it has no query
         /// generations, as every fetch reads the latest saved state.
         case queryGeneration
+
+        /// The raw value, so that `userInfo[key]` finds what is under `key.rawValue`.
+        public func _toCustomAnyHashable() -> AnyHashable? { AnyHashable(rawValue) }
     }
 
     /// The container.
