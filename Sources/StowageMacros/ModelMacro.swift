@@ -100,6 +100,11 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
             }
             """,
             """
+            public var _stowageObservation: Stowage._ModelObservation? {
+                _$observation
+            }
+            """,
+            """
             public static var _stowageEntityName: String {
                 \(literal: entityName)
             }

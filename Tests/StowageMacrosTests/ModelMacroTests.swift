@@ -190,6 +190,10 @@ struct ModelMacroTests {
                         return true
                     }
 
+                    public var _stowageObservation: Stowage._ModelObservation? {
+                        _$observation
+                    }
+
                     public static var _stowageEntityName: String {
                         "Item"
                     }
@@ -356,6 +360,10 @@ struct ModelMacroTests {
                             return true
                         }
 
+                        public var _stowageObservation: Stowage._ModelObservation? {
+                            _$observation
+                        }
+
                         public static var _stowageEntityName: String {
                             "Item"
                         }
@@ -431,6 +439,10 @@ struct ModelMacroTests {
                             _$observation = nil
                         }
                         return true
+                    }
+
+                    public var _stowageObservation: Stowage._ModelObservation? {
+                        _$observation
                     }
 
                     public static var _stowageEntityName: String {

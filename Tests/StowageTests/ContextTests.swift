@@ -220,7 +220,7 @@ struct ContextTests {
     @Test func notificationsAreSentAroundSave() throws {
         let context = ModelContext(try memoryContainer())
         nonisolated(unsafe) var events: [String] = []
-        nonisolated(unsafe) var inserted: [PersistentIdentifier] = []
+        nonisolated(unsafe) var inserted: Set<PersistentIdentifier> = []
         let center = NotificationCenter.default
         let will = center.addObserver(forName: ModelContext.willSave, object: context, queue: nil) { _ in
             events.append("will")
@@ -228,8 +228,8 @@ struct ContextTests {
         let did = center.addObserver(forName: ModelContext.didSave, object: context, queue: nil) { note in
             events.append("did")
             inserted =
-                note.userInfo?[ModelContext.NotificationKey.insertedIdentifiers.rawValue] as? [PersistentIdentifier]
-                ?? []
+                note.userInfo?[ModelContext.NotificationKey.insertedIdentifiers.rawValue]
+                as? Set<PersistentIdentifier> ?? []
         }
         defer {
             center.removeObserver(will)

@@ -24,6 +24,9 @@ public final class ModelContainer: Sendable {
         /// the cast was a large part of loading one model by identifier (see
         /// `Benchmarks/RESULTS.md`, "Measurements behind the code").
         let onlyTableStore: (any SnapshotTableStore)?
+        /// The live contexts, which each save hands the records it changed to
+        /// (``ModelContext/processPendingChanges()``).
+        let contexts = ContextDirectory()
 
         init(
             schema: Schema, configurations: [any DataStoreConfiguration],

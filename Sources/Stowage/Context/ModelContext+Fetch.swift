@@ -38,6 +38,7 @@ extension ModelContext {
         storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot],
         reserve: (Int) -> Void, append: (any PersistentModel) -> Void
     ) throws {
+        applyPendingMerges()
         let snapshots = try fetchSnapshots(descriptor, storeFetch: storeFetch)
         reserve(snapshots.count)
         // The models are gathered once more only for prefetching relationships.
@@ -61,6 +62,7 @@ extension ModelContext {
 
     /// How many models match a descriptor, without loading them.
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
+        applyPendingMerges()
         let (store, request) = try makeRequest(descriptor)
         if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
             return try fetchSnapshots(descriptor).count
@@ -71,6 +73,7 @@ extension ModelContext {
     /// The identifiers of the models that match a descriptor, in its order.
     public func fetchIdentifiers<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [PersistentIdentifier]
     {
+        applyPendingMerges()
         let (store, request) = try makeRequest(descriptor)
         if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
             return try fetchSnapshots(descriptor).map(\.persistentIdentifier)

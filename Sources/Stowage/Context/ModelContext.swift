@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Tracks models, their changes, and saves them to the container's stores.
 ///
@@ -15,14 +16,51 @@ import Foundation
 /// (`retainsRegisteredObjects` is `false`), and it is why saving during a large import
 /// frees memory.
 public final class ModelContext {
-    /// Posted before a save, with the context as the object.
+    /// Posted when the context is about to save its pending inserts, changes and deletes,
+    /// with the context as the notification's object and no `userInfo`, as in SwiftData.
+    ///
+    /// The name's raw value is Stowage's own: SwiftData does not document its value.
     public static let willSave = Notification.Name("StowageModelContextWillSave")
-    /// Posted after a save, with the identifiers under ``NotificationKey``.
+    /// Posted when the context has saved its pending inserts, changes and deletes, with the
+    /// context as the notification's object. Its `userInfo` holds the saved models'
+    /// identifiers, each a `Set<PersistentIdentifier>`, under ``NotificationKey``
+    /// `.insertedIdentifiers` (the permanent identifiers the store gave the inserted
+    /// models), `.updatedIdentifiers` and `.deletedIdentifiers` (including the models
+    /// that delete rules cascaded to). Every set is there, empty or not.
+    ///
+    /// A key and its raw value are the same key (see ``NotificationKey``), so code reading
+    /// `userInfo[ModelContext.NotificationKey.insertedIdentifiers]` and code reading
+    /// `userInfo[ModelContext.NotificationKey.insertedIdentifiers.rawValue]` both find it.
+    /// The name's raw value is Stowage's own: SwiftData does not document its value.
+    ///
+    /// It is posted on the thread that saved, after the other contexts of the container
+    /// have been handed the save to merge (see ``processPendingChanges()``).
     public static let didSave = Notification.Name("StowageModelContextDidSave")
 
-    /// Keys of the `didSave` notification's `userInfo`.
-    public enum NotificationKey: String {
-        case insertedIdentifiers, updatedIdentifiers, deletedIdentifiers
+    /// The keys of the `userInfo` of a ``didSave`` notification. SwiftData's cases; their
+    /// raw values are their names (SwiftData does not document its raw values).
+    ///
+    /// As an `AnyHashable`, as a dictionary key is, a case is its raw value: `userInfo`
+    /// holds each set once, under the raw value, and both `userInfo[key]` and
+    /// `userInfo[key.rawValue]` find it. Stowage's own: SwiftData does not say how its
+    /// keys are stored.
+    public enum NotificationKey: String, Sendable, _HasCustomAnyHashableRepresentation {
+        /// The permanent identifiers of the models the save inserted.
+        case insertedIdentifiers
+        /// The identifiers of the models the save updated.
+        case updatedIdentifiers
+        /// The identifiers of the models the save deleted, cascades included.
+        case deletedIdentifiers
+        /// The identifiers of models that were invalidated. Stowage never posts it: a save
+        /// invalidates no model (a context brings other contexts' saves into its models
+        /// itself, see ``ModelContext/processPendingChanges()``).
+        case invalidatedAllIdentifiers
+        /// The query generation the context reads. Stowage never posts it: it has no query
+        /// generations, as every fetch reads the latest saved state.
+        case queryGeneration
+
+        /// The raw value, so that `userInfo[key]` finds what is under `key.rawValue`.
+        public func _toCustomAnyHashable() -> AnyHashable? { AnyHashable(rawValue) }
     }
 
     /// The container.
@@ -137,6 +175,7 @@ public final class ModelContext {
         self.core = container.core
         self.ownContainer = container
         link.context = self
+        core.contexts.add(link)
     }
 
     /// Creates `container`'s main context, which does not keep `container`.
@@ -145,13 +184,26 @@ public final class ModelContext {
         self.ownContainer = nil
         self.mainContainer = container
         link.context = self
+        core.contexts.add(link)
+    }
+
+    deinit {
+        core.contexts.remove(link)
     }
 
     /// What the models registered here hold to find their context: one weak reference for
     /// them all. A weak reference in each model would give every model a side table, one
     /// more allocation each.
-    final class Link {
+    ///
+    /// `@unchecked Sendable`: another context's save, on any thread, touches only
+    /// `mergePending` and `mergeQueue` (``ContextDirectory/post(_:from:)``), an atomic and
+    /// a mutex; everything else is the context's own.
+    final class Link: @unchecked Sendable {
         weak var context: ModelContext?
+        /// Whether another context's save queued identifiers in `mergeQueue`.
+        let mergePending = Atomic<Bool>(false)
+        /// The identifiers other contexts' saves changed, for this context to merge.
+        let mergeQueue = Mutex(PendingMerge())
         /// Whether ``enumerate(_:batchSize:allowEscapingMutations:block:)`` is handing a batch
         /// to its block.
         var handsOutBatch = false
@@ -297,6 +349,7 @@ public final class ModelContext {
     }
 
     func delete(_ model: any PersistentModel) {
+        applyPendingMerges()
         let data = model.persistentBackingData
         let id = data.persistentModelID
         guard data.isRegistered(in: self), deletedModels[id] == nil else { return }
@@ -375,14 +428,30 @@ public final class ModelContext {
         try save()
     }
 
-    /// Does nothing: Stowage records changes as they happen. Kept for source compatibility.
-    public func processPendingChanges() {}
+    /// Brings in the saves other contexts of the container made since this context last
+    /// looked: models this context has that another context saved show the saved values,
+    /// and models another context deleted leave this context (their `isDeleted` is `true`).
+    /// A model with unsaved changes here keeps the values of the properties written here
+    /// (the local value wins until this context saves or rolls back; then the last save
+    /// wins) and shows the saved values of the others; if its record was deleted, it
+    /// leaves the context with its changes: a delete from another context wins.
+    ///
+    /// The context does this by itself the next time it is used (a property of one of its
+    /// models read or written, a fetch, a save, `model(for:)`, `registeredModel(for:)` or
+    /// `delete`), so calling this is not needed; it is for code that wants the merge to
+    /// happen at a moment of its choosing, such as right after a `didSave` notification of
+    /// another context. Stowage records its own changes as they happen, so there is no
+    /// other pending work.
+    public func processPendingChanges() {
+        applyPendingMerges()
+    }
 
     // MARK: Identity map
 
     /// The model registered for an identifier, if this context has it.
     public func registeredModel<T: PersistentModel>(for id: PersistentIdentifier) -> T? {
-        lookUp(id) as? T
+        applyPendingMerges()
+        return lookUp(id) as? T
     }
 
     /// The model for an identifier: the registered one, or one loaded from the store.
@@ -401,6 +470,7 @@ public final class ModelContext {
     /// The model for an identifier, registered or loaded from the store.
     /// - Throws: ``SwiftDataError/missingModel`` when no record has the identifier.
     public func existingModel(for id: PersistentIdentifier) throws -> any PersistentModel {
+        applyPendingMerges()
         if let model = lookUp(id) { return model }
         guard entity(of: id) != nil else {
             throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")

@@ -54,6 +54,8 @@ struct ModelRegistry {
     }
 
     var count: Int { ids.count + (provisional == nil ? 0 : 1) }
+    /// Every registered identifier, in no order.
+    var identifiers: [PersistentIdentifier] { provisional.map { ids + [$0.id] } ?? ids }
     var isEmpty: Bool { ids.isEmpty && provisional == nil }
 
     subscript(id: PersistentIdentifier) -> (any PersistentModel)? {

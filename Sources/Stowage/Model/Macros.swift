@@ -29,7 +29,7 @@
     member,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init),
     named(_$observationRegistrar), named(_$observation), named(_stowageEntityName),
-    named(_stowageRecyclable), named(_stowageReleaseForRefill)
+    named(_stowageRecyclable), named(_stowageReleaseForRefill), named(_stowageObservation)
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)

@@ -11,6 +11,7 @@ extension ModelBackingData {
 
     func setReferences(_ refs: [RelatedReference], at index: Int) {
         ensureSlots()
+        writtenProperties |= Self.writtenBit(index)
         if entity.properties[index].relationship?.isToOne == true {
             slots[index] = .toOne(refs.first)
         } else {

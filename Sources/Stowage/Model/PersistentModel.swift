@@ -33,6 +33,10 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
     /// ``ModelBackingData/_firstObservation()`` again, as the model is about to hold
     /// another record. Written by `@Model`.
     func _stowageReleaseForRefill(keeping observation: _ModelObservation?) -> Bool
+    /// The model's observation registrar, if one of its properties was read (and so
+    /// someone may observe it): what a merge of another context's save tells of the
+    /// properties it changes. Written by `@Model`; `nil` for a model the macro did not write.
+    var _stowageObservation: _ModelObservation? { get }
 }
 
 extension PersistentModel {
@@ -43,6 +47,7 @@ extension PersistentModel {
     public static var _stowageUniqueness: [[AnyKeyPath]] { [] }
     public static var _stowageRecyclable: Bool { false }
     public func _stowageReleaseForRefill(keeping observation: _ModelObservation?) -> Bool { false }
+    public var _stowageObservation: _ModelObservation? { nil }
 
     /// The model's identifier: temporary until its first save, permanent after.
     public var persistentModelID: PersistentIdentifier { persistentBackingData.persistentModelID }
