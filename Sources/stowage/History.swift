@@ -100,8 +100,12 @@ struct History: StowageCommand {
         c.print("history: \(Text.count(history.count, "transaction"))\(kept)")
         guard changes else { return }
         for entry in history {
+            let writer =
+                entry.writer.process == 0 && entry.writer.program.isEmpty
+                ? "" : "  \(entry.writer.program) (process \(entry.writer.process))"
             c.print(
-                "  txn \(entry.transactionID)  \(ToolJSON.time(milliseconds: entry.timestamp))  \(entry.author ?? "-")")
+                "  txn \(entry.transactionID)  \(ToolJSON.time(milliseconds: entry.timestamp))  \(entry.author ?? "-")"
+                    + writer)
             for change in entry.changes { c.print("    \(Self.text(change))") }
         }
     }
@@ -128,6 +132,8 @@ struct History: StowageCommand {
                     ("time", .string(ToolJSON.time(milliseconds: entry.timestamp))),
                     ("timestamp", .int(entry.timestamp)),
                     ("author", .optional(entry.author)),
+                    ("program", .string(entry.writer.program)),
+                    ("process", .int(entry.writer.process)),
                     (
                         "changes",
                         .array(

@@ -130,6 +130,7 @@ public enum JSONSamples {
         try write(to: directory, fileName: historyFileName) { configuration in
             configuration.keepsHistory = true
             configuration.clock = clock
+            configuration.historyWriter = (program: "stowage-samples", process: 4242)
         }
         try applyVersion2Changes(url, clock: clock)
         try? FileManager.default.removeItem(at: directory.appendingPathComponent(historyFileName + ".lock"))
@@ -138,6 +139,7 @@ public enum JSONSamples {
     private static func applyVersion2Changes(_ url: URL, clock: @escaping @Sendable () -> Int64) throws {
         var configuration = JSONTest.configuration(url, schema: schema)
         configuration.clock = clock
+        configuration.historyWriter = (program: "stowage-samples", process: 4242)
         let store = try JSONStore(configuration, migrationPlan: nil)
         defer { store.close() }
         let trip = schema.entitiesByName["JSONSampleTrip"]!

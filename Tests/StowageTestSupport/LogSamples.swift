@@ -99,6 +99,7 @@ public enum LogSamples {
         configuration.newFileFormatVersion = version
         configuration.fixedSalt = salt
         configuration.fixedStoreIdentifier = storeIdentifier
+        configuration.historyWriter = (program: "stowage-samples", process: 4242)
         let tick = Mutex<Int64>(firstTimestamp - 1000)
         configuration.clock = {
             tick.withLock {

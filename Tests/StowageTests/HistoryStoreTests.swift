@@ -32,7 +32,8 @@ struct HistoryStoreTests {
                 }
             }
             return "\(transaction.transactionIdentifier) \(transaction.timestamp.timeIntervalSince1970) "
-                + "\(transaction.author ?? "-"): \(changes.joined(separator: "; "))"
+                + "\(transaction.author ?? "-") \(transaction.bundleIdentifier) \(transaction.processIdentifier): "
+                + changes.joined(separator: "; ")
         }
     }
 
@@ -139,6 +140,8 @@ struct HistoryStoreTests {
         let history = try store.fetchHistory(Self.all)
         #expect(history.map(\.transactionIdentifier) == [1, 2, 3, 4, 5])
         #expect(history.map(\.author) == [nil, nil, "sampler", "sampler", "sampler"])
+        // Version 5 did not record who saved.
+        #expect(history.allSatisfy { $0.bundleIdentifier.isEmpty && $0.processIdentifier.isEmpty })
         let kinds = history.map { transaction in
             transaction.changes.map { change -> String in
                 switch change {

@@ -73,6 +73,9 @@ struct HistoryTests {
         #expect(transactions.count == 3)
         guard transactions.count == 3 else { return }
         #expect(transactions.map(\.author) == ["importer", "editor", "editor"])
+        // Saved by this process, which Linux names by its executable and process identifier.
+        #expect(transactions.allSatisfy { $0.bundleIdentifier == ProcessInfo.processInfo.processName })
+        #expect(transactions.allSatisfy { $0.processIdentifier == String(ProcessInfo.processInfo.processIdentifier) })
         #expect(transactions.map(\.transactionIdentifier) == transactions.map(\.transactionIdentifier).sorted())
         #expect(transactions[0].token < transactions[1].token && transactions[1].token < transactions[2].token)
         var inserted: [PersistentIdentifier] = []

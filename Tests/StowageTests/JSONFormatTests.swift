@@ -86,6 +86,7 @@ struct JSONFormatTests {
         let history = try ModelContext(container).fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
         #expect(history.map(\.transactionIdentifier) == [1, 2, 3])
         #expect(history.map(\.author) == [nil, "sampler", "sampler"])
+        #expect(history.allSatisfy { $0.bundleIdentifier == "stowage-samples" && $0.processIdentifier == "4242" })
         #expect(history.map { $0.timestamp.timeIntervalSince1970 } == [1_790_000_000, 1_790_000_001, 1_790_000_002])
         #expect(history.map(\.changes.count) == [5, 1, 2])
         if case .update(let update as DefaultHistoryUpdate<JSONSampleTrip>)? = history[1].changes.first {

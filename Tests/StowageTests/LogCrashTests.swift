@@ -113,6 +113,11 @@ struct LogCrashTests {
                 }
                 #expect(transaction.changes.count == CrashBatch.size(ofBatch: batch))
                 #expect(transaction.author == "worker \(batch % 1_000_000 / 10_000)")
+                // Saved by the child: its program, and a process that is not this one.
+                #expect(transaction.bundleIdentifier == "LogCrashChild")
+                #expect(
+                    !transaction.processIdentifier.isEmpty
+                        && transaction.processIdentifier != String(ProcessInfo.processInfo.processIdentifier))
                 #expect(inHistory.insert(batch).inserted, "seed \(seed), round \(round): batch \(batch) twice")
             }
             #expect(inHistory == Set(rowsOfBatch.keys), "seed \(seed), round \(round)")

@@ -124,13 +124,12 @@ public struct DefaultHistoryTransaction: HistoryTransaction {
     public typealias TransactionIdentifier = Int64
 
     public let storeIdentifier: String
-    /// The bundle that saved, in SwiftData. Linux has no bundles, and Stowage's stores do
-    /// not record which program saved, so it is always empty (the reading program's name
-    /// would say nothing about the writer).
+    /// The bundle that saved, in SwiftData. Linux has no bundles: Stowage records the name
+    /// of the program that saved (`ProcessInfo.processName`, the executable's name). Empty
+    /// for a transaction of a log file written before format version 6.
     public let bundleIdentifier: String
-    /// The process that saved, when the store recorded it; empty otherwise. Stowage's
-    /// stores do not record it, so it is always empty: a transaction a later process reads
-    /// cannot say which process saved it.
+    /// The process that saved: its process identifier (`getpid()`) in decimal. Empty for a
+    /// transaction of a log file written before format version 6.
     public let processIdentifier: String
     public let transactionIdentifier: Int64
     public let token: DefaultHistoryToken

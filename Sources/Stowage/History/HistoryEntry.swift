@@ -9,6 +9,19 @@ package struct HistoryEntry: Sendable, Equatable {
     package var timestamp: Int64
     package var author: String?
     package var changes: [Change]
+    /// The program and process that saved it.
+    package var writer = HistoryWriter.unknown
+
+    package init(
+        transactionID: Int64, timestamp: Int64, author: String?, changes: [Change],
+        writer: HistoryWriter = .unknown
+    ) {
+        self.transactionID = transactionID
+        self.timestamp = timestamp
+        self.author = author
+        self.changes = changes
+        self.writer = writer
+    }
 
     package struct Change: Sendable, Equatable {
         package enum Kind: UInt8, Sendable {
@@ -23,6 +36,32 @@ package struct HistoryEntry: Sendable, Equatable {
         package var updated: [String] = []
         /// A delete's `.preserveValueOnDeletion` values.
         package var tombstone: [String: SnapshotValue] = [:]
+    }
+}
+
+/// The program and the process that saved a transaction: Linux's equivalents of SwiftData's
+/// bundle and process identifiers (`DefaultHistoryTransaction`).
+package struct HistoryWriter: Sendable, Equatable {
+    /// The executable's name, as `ProcessInfo.processName` gives it; empty when unknown.
+    package var program: String
+    /// The process identifier (`getpid()`); 0 when unknown.
+    package var process: Int64
+
+    package init(program: String, process: Int64) {
+        self.program = program
+        self.process = process
+    }
+
+    /// Who saved what a store of format before history recorded: nobody known.
+    package static let unknown = HistoryWriter(program: "", process: 0)
+
+    /// This process.
+    package static let current = HistoryWriter(
+        program: ProcessInfo.processInfo.processName, process: Int64(ProcessInfo.processInfo.processIdentifier))
+
+    /// This process, or the test configuration's fixed writer (sample files).
+    static func current(or fixed: (program: String, process: Int64)?) -> HistoryWriter {
+        fixed.map { HistoryWriter(program: $0.program, process: $0.process) } ?? .current
     }
 }
 
@@ -67,6 +106,8 @@ struct ChangedPositions: Sendable {
 /// What a prepared save changed, by position: computed before the save is applied, while
 /// the table still holds the records it replaces.
 struct SaveHistory: Sendable {
+    /// Who saved.
+    var writer = HistoryWriter.unknown
     /// For each update, by position in the save's writes: the positions of the values it changed.
     var updated = ChangedPositions()
     /// For each delete, by position in the save's deletes: the preserved values, by position.
@@ -172,7 +213,8 @@ enum HistoryReading {
                         entity: entity))
             }
             return DefaultHistoryTransaction(
-                storeIdentifier: storeIdentifier, bundleIdentifier: "", processIdentifier: "",
+                storeIdentifier: storeIdentifier, bundleIdentifier: entry.writer.program,
+                processIdentifier: entry.writer.process == 0 ? "" : String(entry.writer.process),
                 transactionIdentifier: entry.transactionID,
                 token: DefaultHistoryToken(storeIdentifier: storeIdentifier, transaction: entry.transactionID),
                 author: entry.author, changes: changes,
@@ -268,12 +310,15 @@ extension HistoryKeeping {
 
 extension SnapshotTable {
     /// Adds `prepared`, just applied, to ``history``, when the table keeps it.
-    mutating func recordHistory(_ prepared: PreparedSave, author: String?, timestamp: Int64 = HistoryEntry.now()) {
+    mutating func recordHistory(
+        _ prepared: PreparedSave, author: String?, timestamp: Int64 = HistoryEntry.now(),
+        writer: HistoryWriter = .current
+    ) {
         guard history != nil, !prepared.isEmpty else { return }
         history?.append(
             HistoryEntry(
                 transactionID: nextHistoryTransaction, timestamp: timestamp, author: author,
-                changes: prepared.history.changes(of: prepared, schema: schema)))
+                changes: prepared.history.changes(of: prepared, schema: schema), writer: writer))
         nextHistoryTransaction += 1
     }
 }

@@ -316,6 +316,10 @@ extension JSONDocument {
                 w.endObject()
             }
             w.endArray()
+            w.key("process")
+            w.int(entry.writer.process)
+            w.key("program")
+            w.string(entry.writer.program)
             w.key("time")
             w.int(entry.timestamp)
             w.key("transaction")
@@ -355,6 +359,11 @@ extension JSONDocument {
             case .string(let name)?: author = name
             default: throw .corrupt("history transaction \(id): author must be a string or null")
             }
+            guard case .integer(let process)? = entry["process"], process >= 0, process <= Int64(Int32.max) else {
+                throw .corrupt(
+                    "history transaction \(id): process must be a process identifier (an integer, 0 if unknown)")
+            }
+            let program = try string(entry["program"], "history transaction \(id)'s program")
             guard case .array(let changeList)? = entry["changes"] else {
                 throw .corrupt("history transaction \(id): changes must be an array")
             }
@@ -392,7 +401,10 @@ extension JSONDocument {
                 }
                 changes.append(change)
             }
-            entries.append(HistoryEntry(transactionID: id, timestamp: time, author: author, changes: changes))
+            entries.append(
+                HistoryEntry(
+                    transactionID: id, timestamp: time, author: author, changes: changes,
+                    writer: HistoryWriter(program: program, process: process)))
         }
         return (entries, next)
     }

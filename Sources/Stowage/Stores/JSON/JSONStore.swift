@@ -238,7 +238,9 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             if prepared.isEmpty { return prepared }
             var next = current
             next.apply(prepared)
-            next.recordHistory(prepared, author: author, timestamp: configuration.clock?() ?? HistoryEntry.now())
+            next.recordHistory(
+                prepared, author: author, timestamp: configuration.clock?() ?? HistoryEntry.now(),
+                writer: .current(or: configuration.historyWriter))
             try commit(&w, from: current, to: next)
             return prepared
         }
@@ -341,6 +343,8 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
     /// The history's clock, in milliseconds since 1970, instead of the system's (the
     /// sample files).
     @_spi(Testing) public var clock: (@Sendable () -> Int64)?
+    /// The program and process the history names instead of this one's (the sample files).
+    @_spi(Testing) public var historyWriter: (program: String, process: Int64)?
     /// What opening may convert beyond one schema version's changes: set by a migration
     /// plan's stage on its working copy (``SchemaMigrationPlan``), never by an app.
     var conversionOptions = SchemaConversion.Options()

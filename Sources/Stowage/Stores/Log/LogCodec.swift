@@ -203,6 +203,8 @@ package enum LogCodec {
 
     /// Appends a commit's history section (`Formats/log.md`, "Commit record", version 6).
     static func encodeHistory(_ history: SaveHistory, into w: inout LogByteWriter, map: LogEntityMap) throws {
+        w.string(history.writer.program)
+        w.varint(UInt64(clamping: history.writer.process))
         w.varint(history.updated.count)
         for (i, write) in history.updated.writes.enumerated() {
             let positions = history.updated.positions(at: i)
@@ -226,6 +228,7 @@ package enum LogCodec {
     /// ``checkHistory(_:of:)`` once its writes are decoded.
     static func decodeHistory(_ r: inout LogByteReader, map: LogEntityMap) throws -> SaveHistory {
         var history = SaveHistory()
+        history.writer = try decodeWriter(&r)
         var previous = -1
         for _ in 0..<(try r.count(minimumSize: 2)) {
             let write = try historyIndex(&r)
@@ -252,6 +255,14 @@ package enum LogCodec {
             history.tombstones[delete] = values
         }
         return history
+    }
+
+    /// The program and process of a history section or a history record's entry.
+    static func decodeWriter(_ r: inout LogByteReader) throws -> HistoryWriter {
+        let program = try r.string()
+        let process = try r.varint()
+        guard process <= UInt64(Int32.max) else { throw LogDecodeError("a process identifier of \(process)") }
+        return HistoryWriter(program: program, process: Int64(process))
     }
 
     /// A position in a history section: a varint below 2^31.

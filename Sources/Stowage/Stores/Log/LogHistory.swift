@@ -15,6 +15,7 @@ struct LogHistoryRecord {
         var timestamp: Int64
         var author: String?
         var changes: [Change]
+        var writer = HistoryWriter.unknown
     }
 
     struct Change {
@@ -43,6 +44,8 @@ struct LogHistoryRecord {
             } else {
                 w.u8(0)
             }
+            w.string(entry.writer.program)
+            w.varint(UInt64(clamping: entry.writer.process))
             w.varint(entry.changes.count)
             for change in entry.changes {
                 w.u8(change.kind.rawValue)
@@ -87,6 +90,7 @@ struct LogHistoryRecord {
             case 1: author = try r.string()
             case let flag: throw LogDecodeError("bad author flag \(flag)")
             }
+            let writer = try LogCodec.decodeWriter(&r)
             var changes: [Change] = []
             for _ in 0..<(try r.count(minimumSize: 3)) {
                 guard let kind = HistoryEntry.Change.Kind(rawValue: try r.u8()) else {
@@ -120,7 +124,7 @@ struct LogHistoryRecord {
                 changes.append(change)
             }
             record.entries.append(
-                Entry(transactionID: Int64(id), timestamp: timestamp, author: author, changes: changes))
+                Entry(transactionID: Int64(id), timestamp: timestamp, author: author, changes: changes, writer: writer))
         }
         guard r.isAtEnd else { throw LogDecodeError("\(r.remaining) bytes follow its last entry") }
         return record
@@ -215,7 +219,7 @@ package enum LogHistory {
                 entries.append(
                     HistoryEntry(
                         transactionID: Int64(commit.transactionID), timestamp: commit.timestamp, author: commit.author,
-                        changes: changes))
+                        changes: changes, writer: commit.history.writer))
             case .history:
                 let found: LogHistoryRecord
                 do {
@@ -230,7 +234,7 @@ package enum LogHistory {
                     entries.append(
                         HistoryEntry(
                             transactionID: entry.transactionID, timestamp: entry.timestamp, author: entry.author,
-                            changes: entry.changes.map { names($0, layout) }))
+                            changes: entry.changes.map { names($0, layout) }, writer: entry.writer))
                 }
                 removed += found.removed
             case .checkpoint, .layout:

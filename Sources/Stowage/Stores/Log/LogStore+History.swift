@@ -109,8 +109,8 @@ extension LogStore: HistoryProviding, HistoryKeeping {
             record.entries.append(
                 LogHistoryRecord.Entry(
                     transactionID: entry.transactionID, timestamp: entry.timestamp, author: entry.author,
-                    changes: changes))
-            pending += 16 + (entry.author?.utf8.count ?? 0)
+                    changes: changes, writer: entry.writer))
+            pending += 24 + (entry.author?.utf8.count ?? 0) + entry.writer.program.utf8.count
             if pending >= Self.compactionChunkSize { try flush(force: false) }
         }
         // The first record always goes: it covers the compaction's own commits.

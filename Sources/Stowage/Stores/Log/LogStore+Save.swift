@@ -41,8 +41,9 @@ extension LogStore {
         var prepared = try table.withLock { try prepare($0) }
         if prepared.isEmpty { return (prepared, nil, false) }
         let located = w.formatVersion.locatesRecords
-        let commit = LogCommit(
+        var commit = LogCommit(
             prepared, transactionID: w.nextTransactionID, timestamp: now, author: author)
+        commit.history.writer = .current(or: configuration.historyWriter)
         let external = try externalValues(of: commit, current: w.external)
         try externalFiles.write(external.files)
         let start = w.end

@@ -150,6 +150,8 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     @_spi(Testing) public var fixedStoreIdentifier: String?
     /// The clock for commit timestamps, in milliseconds since 1970 (the sample files).
     @_spi(Testing) public var clock: (@Sendable () -> Int64)?
+    /// The program and process the history names instead of this one's (the sample files).
+    @_spi(Testing) public var historyWriter: (program: String, process: Int64)?
     /// What opening may convert beyond one schema version's changes: set by a migration
     /// plan's stage on its working copy (``SchemaMigrationPlan``), never by an app.
     var conversionOptions = SchemaConversion.Options()
