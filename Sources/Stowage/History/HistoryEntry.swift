@@ -165,14 +165,20 @@ extension SnapshotTable {
     func history(of prepared: PreparedSave) -> SaveHistory {
         var history = SaveHistory()
         var rows = RowLookup(self)
-        for (position, (entity, key, snapshot, isInsert)) in prepared.writes.enumerated() where !isInsert {
+        // By position, not by element: an element is a tuple of copies (entity, snapshot),
+        // built for every insert too, and its retains were most of this in a profile.
+        let writes = prepared.writes
+        for position in writes.indices where !writes.isInsert(at: position) {
             history.updated.addUpdate(position)
-            guard let row = rows.row(entity, key), let old = replacedSnapshot(row, entity, key, prepared) else {
-                for index in snapshot.values.indices { history.updated.addChanged(index) }
+            let new = writes.snapshots[position].values
+            let entity = writes.entity(at: position)
+            let key = writes.keys[position]
+            guard let row = rows.row(entity, key), let old = replacedSnapshot(row, entity, key, prepared)?.values
+            else {
+                for index in new.indices { history.updated.addChanged(index) }
                 continue
             }
-            for index in snapshot.values.indices
-            where index >= old.values.count || !old.values[index].isStored(as: snapshot.values[index]) {
+            for index in new.indices where index >= old.count || !old[index].isStored(as: new[index]) {
                 history.updated.addChanged(index)
             }
         }
@@ -333,15 +339,29 @@ extension SnapshotValue {
     /// the same as a NaN (an update that leaves a NaN attribute alone has not changed it),
     /// and doubles and dates otherwise compare by their bits (-0 and 0 differ).
     func isStored(as other: SnapshotValue) -> Bool {
-        switch (self, other) {
-        case (.double(let a), .double(let b)): return a.bitPattern == b.bitPattern || (a.isNaN && b.isNaN)
-        case (.date(let a), .date(let b)):
+        // Switching on `self` alone binds no payload but a double's or a date's, so a
+        // string or data value is compared by `==` without being copied (the copies' retains
+        // were most of the history's cost on an update save).
+        switch self {
+        case .double(let a):
+            guard case .double(let b) = other else { return false }
+            return a.bitPattern == b.bitPattern || (a.isNaN && b.isNaN)
+        case .date(let a):
+            guard case .date(let b) = other else { return false }
             return a.timeIntervalSinceReferenceDate.bitPattern == b.timeIntervalSinceReferenceDate.bitPattern
+        case .array, .object: return isStoredDeeply(as: other)
+        default: return self == other
+        }
+    }
+
+    /// ``isStored(as:)`` for arrays and objects, element by element.
+    private func isStoredDeeply(as other: SnapshotValue) -> Bool {
+        switch (self, other) {
         case (.array(let a), .array(let b)):
             return a.count == b.count && zip(a, b).allSatisfy { $0.isStored(as: $1) }
         case (.object(let a), .object(let b)):
             return a.count == b.count && a.allSatisfy { key, value in b[key].map { value.isStored(as: $0) } ?? false }
-        default: return self == other
+        default: return false
         }
     }
 }
