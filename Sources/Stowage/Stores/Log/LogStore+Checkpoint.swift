@@ -23,15 +23,21 @@ extension LogStore {
             }
             try settlePending(&w)
             try appendCheckpoint(&w)
-            guard configuration.durability == .full else { return }
-            do {
-                try fs.sync(w.fd)
-            } catch {
-                w.unusable = "fdatasync failed (\(error)); reopen the store to go on"
-                throw DataStoreError(
-                    .ioFailure, "syncing a checkpoint of \(path) failed; the store refuses further saves",
-                    underlying: error)
-            }
+            try syncAppended(&w, "a checkpoint")
+        }
+    }
+
+    /// Syncs a record just appended outside a save (a checkpoint, a deletion of history)
+    /// when the durability is `.full`. A failed sync makes the store refuse further saves:
+    /// the kernel may have dropped the dirty pages, and a retry would not say so.
+    func syncAppended(_ w: inout WriterState, _ what: String) throws {
+        guard configuration.durability == .full else { return }
+        do {
+            try fs.sync(w.fd)
+        } catch {
+            w.unusable = "fdatasync failed (\(error)); reopen the store to go on"
+            throw DataStoreError(
+                .ioFailure, "syncing \(what) in \(path) failed; the store refuses further saves", underlying: error)
         }
     }
 

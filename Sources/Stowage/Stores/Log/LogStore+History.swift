@@ -42,15 +42,7 @@ extension LogStore: HistoryProviding, HistoryKeeping {
             var record = LogHistoryRecord()
             record.removed = Self.ranges(transactions.sorted())
             try append(&w, type: .history, payload: try record.encode(map: map.with(formatVersion: w.formatVersion)))
-            guard configuration.durability == .full else { return }
-            do {
-                try fs.sync(w.fd)
-            } catch {
-                w.unusable = "fdatasync failed (\(error)); reopen the store to go on"
-                throw DataStoreError(
-                    .ioFailure, "syncing a deletion of history in \(path) failed; the store refuses further saves",
-                    underlying: error)
-            }
+            try syncAppended(&w, "a deletion of history")
         }
     }
 
