@@ -71,4 +71,19 @@ enum Diagnose {
             message: StowageFixIt.replaceKeyword(token.text, with: replacement.text),
             oldNode: token, newNode: replacement)
     }
+
+    /// A macro applied to the wrong kind of declaration: `message` on the attribute, with a
+    /// Fix-It that makes a class, struct or actor the `wanted` kind (an enum has none: its
+    /// cases would not survive the change).
+    static func wrongKind(
+        _ node: AttributeSyntax, _ declaration: some DeclGroupSyntax, _ message: StowageDiagnostic,
+        wanted: Keyword
+    ) -> Diagnostic {
+        let keyword: TokenSyntax? =
+            declaration.as(ClassDeclSyntax.self)?.classKeyword
+            ?? declaration.as(StructDeclSyntax.self)?.structKeyword
+            ?? declaration.as(ActorDeclSyntax.self)?.actorKeyword
+        let fixIts = keyword.flatMap { $0.tokenKind == .keyword(wanted) ? nil : [replacing($0, with: wanted)] } ?? []
+        return Diagnostic(node: node, message: message, fixIts: fixIts)
+    }
 }

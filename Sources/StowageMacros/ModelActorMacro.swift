@@ -59,18 +59,7 @@ public struct ModelActorMacro: MemberMacro, ExtensionMacro {
     }
 
     static func nonActorDiagnostic(_ node: AttributeSyntax, _ declaration: some DeclGroupSyntax) -> Diagnostic {
-        let keyword: TokenSyntax?
-        if let classDecl = declaration.as(ClassDeclSyntax.self) {
-            keyword = classDecl.classKeyword
-        } else if let structDecl = declaration.as(StructDeclSyntax.self) {
-            keyword = structDecl.structKeyword
-        } else {
-            keyword = nil
-        }
-        return Diagnostic(
-            node: node,
-            message: StowageDiagnostic.modelActorOnNonActor,
-            fixIts: keyword.map { [Diagnose.replacing($0, with: .actor)] } ?? [])
+        Diagnose.wrongKind(node, declaration, .modelActorOnNonActor, wanted: .actor)
     }
 
     // MARK: extension

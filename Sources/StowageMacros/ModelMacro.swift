@@ -201,18 +201,7 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
 
     /// "'@Model' can only be applied to a class", with a Fix-It for structs and actors.
     static func nonClassDiagnostic(_ node: AttributeSyntax, _ declaration: some DeclGroupSyntax) -> Diagnostic {
-        let keyword: TokenSyntax?
-        if let structDecl = declaration.as(StructDeclSyntax.self) {
-            keyword = structDecl.structKeyword
-        } else if let actorDecl = declaration.as(ActorDeclSyntax.self) {
-            keyword = actorDecl.actorKeyword
-        } else {
-            keyword = nil
-        }
-        return Diagnostic(
-            node: node,
-            message: StowageDiagnostic.modelOnNonClass,
-            fixIts: keyword.map { [Diagnose.replacing($0, with: .class)] } ?? [])
+        Diagnose.wrongKind(node, declaration, .modelOnNonClass, wanted: .class)
     }
 
     // MARK: memberAttribute
