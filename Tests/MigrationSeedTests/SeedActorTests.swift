@@ -8,26 +8,12 @@ import Testing
 /// called the way the seeds call them, on every store.
 @Suite("The seeds' model actors")
 struct SeedActorTests {
-    enum Kind: String, CaseIterable { case memory, log, json }
+    typealias Kind = StoreKind
 
     static func container(_ kind: Kind, _ models: [any PersistentModel.Type], _ directory: LogTestDirectory) throws
         -> ModelContainer
     {
-        let schema = Schema(models)
-        switch kind {
-        case .memory:
-            return try ModelContainer(for: schema, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        case .log:
-            return try ModelContainer(
-                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
-        case .json:
-            return try ModelContainer(
-                for: schema,
-                configurations: [
-                    JSONStoreConfiguration(
-                        name: "seed", schema: schema, fileURL: directory.url.appendingPathComponent("s.json"))
-                ])
-        }
+        try kind.container(Schema(models), in: directory)
     }
 
     typealias Trip = Seed000Actors.Trip

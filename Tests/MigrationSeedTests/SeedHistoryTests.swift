@@ -8,22 +8,10 @@ import Testing
 /// history older than three months.
 @Suite("The seeds' history code")
 struct SeedHistoryTests {
-    enum Kind: String, CaseIterable { case memory, log, json }
+    typealias Kind = StoreKind
 
     static func container(_ kind: Kind, _ directory: LogTestDirectory) throws -> ModelContainer {
-        let schema = Schema([Seed000History.Trip.self])
-        switch kind {
-        case .memory:
-            return try ModelContainer(for: schema, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        case .log:
-            return try ModelContainer(
-                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
-        case .json:
-            var configuration = JSONStoreConfiguration(
-                name: "trips", schema: schema, fileURL: directory.url.appendingPathComponent("trips.json"))
-            configuration.keepsHistory = true
-            return try ModelContainer(for: schema, configurations: [configuration])
-        }
+        try kind.container(Schema([Seed000History.Trip.self]), in: directory, keepsHistory: true)
     }
 
     @Test(arguments: Kind.allCases)

@@ -1,5 +1,5 @@
 import Foundation
-import Stowage
+@_spi(Testing) import Stowage
 
 /// Makes a fresh container over one kind of store, for the conformance suite.
 public struct StoreFactory: Sendable, CustomStringConvertible {
@@ -66,5 +66,43 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+}
+
+/// The three stores, for tests that open one store again in the same place (where the
+/// log and JSON stores keep their file) and run on each kind.
+public enum StoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
+    case memory, log, json
+
+    public var description: String { rawValue }
+    /// Whether closing and opening again finds the same records (not the memory store).
+    public var reopens: Bool { self != .memory }
+
+    /// A container of `schema` on this kind of store in `directory`: the same file each time
+    /// for the log and JSON stores, a new store for the memory one. `keepsHistory` turns the
+    /// JSON store's history on (the others always keep one).
+    public func container(_ schema: Schema, in directory: LogTestDirectory, keepsHistory: Bool = false) throws
+        -> ModelContainer
+    {
+        switch self {
+        case .memory:
+            return try ModelContainer(for: schema, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
+        case .log:
+            return try ModelContainer(
+                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
+        case .json:
+            var configuration = JSONStoreConfiguration(
+                name: "store", schema: schema, fileURL: directory.url.appendingPathComponent("store.json"))
+            configuration.keepsHistory = keepsHistory
+            return try ModelContainer(for: schema, configurations: [configuration])
+        }
+    }
+
+    /// Closes the container's stores, so that their place can be opened again.
+    public static func close(_ container: ModelContainer) {
+        for store in container.storesForTesting {
+            (store as? LogStore)?.close()
+            (store as? JSONStore)?.close()
+        }
     }
 }

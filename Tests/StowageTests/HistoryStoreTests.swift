@@ -38,7 +38,7 @@ struct HistoryStoreTests {
     }
 
     static func logContainer(_ directory: LogTestDirectory) throws -> ModelContainer {
-        try HistoryStoreKind.log.container(in: directory)
+        try StoreKind.log.notes(in: directory)
     }
 
     static func logStore(_ container: ModelContainer) throws -> LogStore {
@@ -68,7 +68,7 @@ struct HistoryStoreTests {
         try context.deleteHistory(
             HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.transactionIdentifier == first }))
         try Self.logStore(container).compact()
-        HistoryStoreKind.close(container)
+        StoreKind.close(container)
         container = try Self.logContainer(directory)
         context = ModelContext(container)
         #expect(Self.lines(try context.fetchHistory(Self.all)) == Array(Self.lines(before).dropFirst()))
@@ -79,7 +79,7 @@ struct HistoryStoreTests {
         let after = try context.fetchHistory(Self.all)
         #expect(after.count == 3)
         #expect((after.last?.transactionIdentifier ?? 0) > (before.last?.transactionIdentifier ?? .max))
-        HistoryStoreKind.close(container)
+        StoreKind.close(container)
     }
 
     /// Deleting all of the history, then compacting, leaves one history record with no
@@ -94,7 +94,7 @@ struct HistoryStoreTests {
         try context.deleteHistory(Self.all)
         try Self.logStore(container).compact()
         #expect(try context.fetchHistory(Self.all).isEmpty)
-        HistoryStoreKind.close(container)
+        StoreKind.close(container)
         let kinds = try Self.recordKinds(directory.storeURL)
         #expect(kinds.first == .history && kinds.filter { $0 == .history }.count == 1, "\(kinds)")
         #expect(kinds.contains(.commit))
@@ -104,7 +104,7 @@ struct HistoryStoreTests {
         reopened.insert(HistoryNote(title: "Next", body: "save"))
         try reopened.save()
         #expect(try reopened.fetchHistory(Self.all).map(\.changes.count) == [1])
-        HistoryStoreKind.close(reopened.container)
+        StoreKind.close(reopened.container)
     }
 
     /// The kinds of a log file's records after its preamble, in file order.
@@ -204,7 +204,7 @@ struct HistoryStoreTests {
                 #expect(error.message.contains("keepsHistory"), "\(error.message)")
             }
             #expect(throws: DataStoreError.self) { try context.deleteHistory(Self.all) }
-            HistoryStoreKind.close(container)
+            StoreKind.close(container)
         }
         #expect(try Self.documentVersion(directory) == (1, false))
         do {
@@ -214,7 +214,7 @@ struct HistoryStoreTests {
             context.insert(HistoryNote(title: "First kept", body: "x"))
             try context.save()
             #expect(try context.fetchHistory(Self.all).count == 1)
-            HistoryStoreKind.close(container)
+            StoreKind.close(container)
         }
         #expect(try Self.documentVersion(directory) == (2, true))
         do {
@@ -226,7 +226,7 @@ struct HistoryStoreTests {
             let history = try context.fetchHistory(Self.all)
             #expect(history.count == 2, "a document that has history keeps it")
             #expect(history.last?.transactionIdentifier ?? 0 > history.first?.transactionIdentifier ?? .max)
-            HistoryStoreKind.close(container)
+            StoreKind.close(container)
         }
         #expect(try Self.documentVersion(directory) == (2, true))
     }

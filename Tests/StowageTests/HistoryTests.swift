@@ -16,34 +16,10 @@ import Testing
     }
 }
 
-/// The stores history is read from, each reopened on the same place where it has one.
-enum HistoryStoreKind: String, CaseIterable, Sendable {
-    case memory, log, json
-
-    var reopens: Bool { self != .memory }
-
-    /// Closes the container's stores, so that the place can be opened again.
-    static func close(_ container: ModelContainer) {
-        for store in container.stores {
-            (store as? LogStore)?.close()
-            (store as? JSONStore)?.close()
-        }
-    }
-
-    func container(in directory: LogTestDirectory) throws -> ModelContainer {
-        let schema = Schema([HistoryNote.self])
-        switch self {
-        case .memory:
-            return try ModelContainer(for: schema, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        case .log:
-            return try ModelContainer(
-                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
-        case .json:
-            var configuration = JSONStoreConfiguration(
-                name: "notes", schema: schema, fileURL: directory.url.appendingPathComponent("notes.json"))
-            configuration.keepsHistory = true
-            return try ModelContainer(for: schema, configurations: [configuration])
-        }
+extension StoreKind {
+    /// A container of ``HistoryNote`` on this kind of store, JSON with its history on.
+    func notes(in directory: LogTestDirectory) throws -> ModelContainer {
+        try container(Schema([HistoryNote.self]), in: directory, keepsHistory: true)
     }
 }
 
@@ -109,34 +85,34 @@ struct HistoryTests {
         }
     }
 
-    @Test(arguments: HistoryStoreKind.allCases)
-    func insertsUpdatesAndDeletesWithTheirAuthorsAndTombstones(_ kind: HistoryStoreKind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func insertsUpdatesAndDeletesWithTheirAuthorsAndTombstones(_ kind: StoreKind) throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let container = try kind.container(in: directory)
+        let container = try kind.notes(in: directory)
         let context = ModelContext(container)
         let (kept, gone) = try Self.writeThreeTransactions(context)
         Self.check(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()), kept: kept, gone: gone)
         guard kind.reopens else { return }
         // History survives a reopen.
-        HistoryStoreKind.close(container)
-        let reopened = ModelContext(try kind.container(in: directory))
+        StoreKind.close(container)
+        let reopened = ModelContext(try kind.notes(in: directory))
         Self.check(try reopened.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()), kept: kept, gone: gone)
     }
 
-    @Test(arguments: HistoryStoreKind.allCases)
-    func aTokenKeptAcrossARestartReturnsExactlyTheLaterTransactions(_ kind: HistoryStoreKind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func aTokenKeptAcrossARestartReturnsExactlyTheLaterTransactions(_ kind: StoreKind) throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        var container = try kind.container(in: directory)
+        var container = try kind.notes(in: directory)
         var context = ModelContext(container)
         _ = try Self.writeThreeTransactions(context)
         let all = try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>())
         // The app keeps the token of the first transaction, as JSON.
         let kept = try JSONEncoder().encode(try #require(all.first).token)
         if kind.reopens {
-            HistoryStoreKind.close(container)
-            container = try kind.container(in: directory)
+            StoreKind.close(container)
+            container = try kind.notes(in: directory)
             context = ModelContext(container)
         }
         context.insert(HistoryNote(title: "Later", body: "after the restart"))
@@ -153,11 +129,11 @@ struct HistoryTests {
         #expect(later.last?.changes.count == 1)
     }
 
-    @Test(arguments: HistoryStoreKind.allCases)
-    func predicatesSortsLimitsAndDeletes(_ kind: HistoryStoreKind) throws {
+    @Test(arguments: StoreKind.allCases)
+    func predicatesSortsLimitsAndDeletes(_ kind: StoreKind) throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let container = try kind.container(in: directory)
+        let container = try kind.notes(in: directory)
         let context = ModelContext(container)
         _ = try Self.writeThreeTransactions(context)
         var byAuthor = HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.author == "editor" })
@@ -179,8 +155,8 @@ struct HistoryTests {
             HistoryDescriptor<DefaultHistoryTransaction>(predicate: #Predicate { $0.timestamp < cutoff }))
         #expect(try context.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).isEmpty)
         guard kind.reopens else { return }
-        HistoryStoreKind.close(container)
-        let reopened = ModelContext(try kind.container(in: directory))
+        StoreKind.close(container)
+        let reopened = ModelContext(try kind.notes(in: directory))
         #expect(try reopened.fetchHistory(HistoryDescriptor<DefaultHistoryTransaction>()).isEmpty)
         reopened.insert(HistoryNote(title: "New", body: "after"))
         try reopened.save()

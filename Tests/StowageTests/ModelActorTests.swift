@@ -26,31 +26,12 @@ import Testing
     init(text: String) { self.text = text }
 }
 
-/// The stores the model actor tests run on, each reopened on the same place where it has one.
-enum ActorStoreKind: String, CaseIterable, Sendable, CustomStringConvertible {
-    case memory, log, json
+extension StoreKind {
+    static let tallySchema = Schema([ActorTally.self, ActorNote.self])
 
-    var description: String { rawValue }
-    var reopens: Bool { self != .memory }
-
-    static let schema = Schema([ActorTally.self, ActorNote.self])
-
-    func container(in directory: LogTestDirectory) throws -> ModelContainer {
-        let schema = Self.schema
-        switch self {
-        case .memory:
-            return try ModelContainer(for: schema, configurations: ModelConfiguration(isStoredInMemoryOnly: true))
-        case .log:
-            return try ModelContainer(
-                for: schema, configurations: [LogStoreConfiguration(schema: schema, url: directory.storeURL)])
-        case .json:
-            return try ModelContainer(
-                for: schema,
-                configurations: [
-                    JSONStoreConfiguration(
-                        name: "tallies", schema: schema, fileURL: directory.url.appendingPathComponent("tallies.json"))
-                ])
-        }
+    /// A container of ``ActorTally`` and ``ActorNote`` on this kind of store.
+    func tallies(in directory: LogTestDirectory) throws -> ModelContainer {
+        try container(Self.tallySchema, in: directory)
     }
 }
 
@@ -185,18 +166,11 @@ struct ModelActorTests {
         return (tallies.map(\.key), try context.fetchCount(FetchDescriptor<ActorTally>()))
     }
 
-    static func close(_ container: ModelContainer) {
-        for store in container.stores {
-            (store as? LogStore)?.close()
-            (store as? JSONStore)?.close()
-        }
-    }
-
-    @Test(arguments: ActorStoreKind.allCases)
-    func theSubscriptFindsRegisteredAndStoredModelsOfItsType(_ kind: ActorStoreKind) async throws {
+    @Test(arguments: StoreKind.allCases)
+    func theSubscriptFindsRegisteredAndStoredModelsOfItsType(_ kind: StoreKind) async throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let container = try kind.container(in: directory)
+        let container = try kind.tallies(in: directory)
         let main = ModelContext(container)
         let saved = ActorTally(key: "saved", writer: 0, value: 1)
         let gone = ActorTally(key: "gone", writer: 0, value: 2)
@@ -229,11 +203,11 @@ struct ModelActorTests {
         #expect(await actor.isNote(note.persistentModelID))
     }
 
-    @Test(arguments: ActorStoreKind.allCases)
-    func identifiersCrossActorsAndResolveInAnotherContext(_ kind: ActorStoreKind) async throws {
+    @Test(arguments: StoreKind.allCases)
+    func identifiersCrossActorsAndResolveInAnotherContext(_ kind: StoreKind) async throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let container = try kind.container(in: directory)
+        let container = try kind.tallies(in: directory)
         let importer = TallyWriter(modelContainer: container)
         let editor = TallyWriter(modelContainer: container)
 
@@ -257,7 +231,7 @@ struct ModelActorTests {
     @Test func theActorRunsSeriallyOnItsModelExecutorOffTheMainThread() async throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let container = try ActorStoreKind.memory.container(in: directory)
+        let container = try StoreKind.memory.tallies(in: directory)
         let actor = TallyWriter(modelContainer: container)
         let isolation = await actor.isolation(container: container)
         #expect(isolation.onExecutor)
@@ -279,7 +253,7 @@ struct ModelActorTests {
     @Test func aModelActorWrittenByHandRunsOnItsModelExecutor() async throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let container = try ActorStoreKind.memory.container(in: directory)
+        let container = try StoreKind.memory.tallies(in: directory)
         _ = try await TallyWriter(modelContainer: container).insert(3, prefix: "t")
         let reader = HandWrittenTallyReader(container: container)
         #expect(await reader.runsOnItsExecutor())
@@ -288,11 +262,11 @@ struct ModelActorTests {
 
     /// Eight actors save at once into one store with a unique key: every save lands, with
     /// nothing lost or duplicated, before and after the store is reopened.
-    @Test(arguments: ActorStoreKind.allCases)
-    func eightActorsSavingAtOnceLoseAndDuplicateNothing(_ kind: ActorStoreKind) async throws {
+    @Test(arguments: StoreKind.allCases)
+    func eightActorsSavingAtOnceLoseAndDuplicateNothing(_ kind: StoreKind) async throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        let container = try kind.container(in: directory)
+        let container = try kind.tallies(in: directory)
         let writers = 8
         let batches = 8
         let perBatch = 5
@@ -327,8 +301,8 @@ struct ModelActorTests {
         }
 
         guard kind.reopens else { return }
-        Self.close(container)
-        let reopened = try Self.stored(in: try kind.container(in: directory))
+        StoreKind.close(container)
+        let reopened = try Self.stored(in: try kind.tallies(in: directory))
         #expect(reopened.count == expected.count)
         #expect(reopened.keys == expected)
     }
@@ -340,7 +314,7 @@ struct ModelActorTests {
         defer { directory.remove() }
         let fs = FaultInjectingFileSystem()
         fs.setBeforeSync { _ in usleep(2000) }
-        let schema = ActorStoreKind.schema
+        let schema = StoreKind.tallySchema
         var configuration = LogStoreConfiguration(schema: schema, url: directory.storeURL)
         configuration.fileSystem = fs
         let container = try ModelContainer(for: schema, configurations: [configuration])
@@ -356,8 +330,8 @@ struct ModelActorTests {
         #expect(syncs > 0 && syncs < saves, "\(syncs) syncs for \(saves) saves")
         let stored = try Self.stored(in: container)
         #expect(stored.count == 8 * 8 * 5 + 8)
-        Self.close(container)
-        let reopened = try Self.stored(in: try ActorStoreKind.log.container(in: directory))
+        StoreKind.close(container)
+        let reopened = try Self.stored(in: try StoreKind.log.tallies(in: directory))
         #expect(reopened.keys == stored.keys)
     }
 }
