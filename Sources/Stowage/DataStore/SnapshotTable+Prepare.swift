@@ -172,6 +172,10 @@ extension SnapshotTable {
         }
 
         // Updates: full new values for stored records.
+        var updates = UpdateHistory()
+        if let first = request.updated.first {
+            updates.reserveCapacity(request.updated.count, properties: first.values.count)
+        }
         if source != nil { prepared.replaced.reserveCapacity(request.updated.count) }
         for snapshot in request.updated {
             let entity = try entity(snapshot)
@@ -218,6 +222,16 @@ extension SnapshotTable {
                 }
             }
             let isInsert = pending.map { finalValues.write(at: $0).isInsert } ?? false
+            if !isInsert {
+                // The history's changed values, compared here with the stored record in
+                // hand; an update of a record written earlier in the save, or held by
+                // location, waits for `history(of:updates:)`.
+                if pending == nil, case .snapshot(let old)? = row {
+                    updates.add(finalValues.count, old: old.values, new: snapshot.values)
+                } else {
+                    updates.defer(pending ?? finalValues.count)
+                }
+            }
             finalValues.set(id, (entity, pk, snapshot.values, isInsert), at: pending)
         }
 
@@ -234,7 +248,7 @@ extension SnapshotTable {
         // A table that holds rows by location reads the records the save replaces now,
         // while the save may still fail, so that applying it never reads.
         if source != nil { try loadReplaced(&prepared) }
-        prepared.history = history(of: prepared)
+        prepared.history = history(of: prepared, updates: updates)
         return prepared
     }
 }
@@ -285,6 +299,9 @@ struct PendingWrites {
 
     /// The write at `position` (from ``position(_:)``).
     func write(at position: Int) -> Write { inOrder[position].write }
+
+    /// How many records the save writes so far: the position the next new one takes.
+    var count: Int { inOrder.count }
 
     /// Records `write` for `id`, in place of an earlier one.
     mutating func set(_ id: PersistentIdentifier, _ write: Write) {

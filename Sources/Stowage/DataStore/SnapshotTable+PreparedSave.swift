@@ -7,7 +7,7 @@ extension SnapshotTable {
     public struct PreparedSave: Sendable {
         var deletes: [(entity: String, key: Int64)] = []
         var writes: SaveWrites = []
-        /// What it changes, for the history (``SnapshotTable/history(of:)``).
+        /// What it changes, for the history (``SnapshotTable/history(of:updates:)``).
         var history = SaveHistory()
         /// The permanent identifier of each inserted snapshot, in the request's order.
         public internal(set) var insertedIdentifiers: [PersistentIdentifier] = []

@@ -83,8 +83,60 @@ struct ChangedPositions: Sendable {
         starts.append(positions.count)
     }
 
+    /// Room for `updates` updates, and for a changed position or two each.
+    mutating func reserveCapacity(_ updates: Int, positions perUpdate: Int) {
+        writes.reserveCapacity(updates)
+        starts.reserveCapacity(updates)
+        positions.reserveCapacity(updates * Swift.min(perUpdate, 2))
+    }
+
     /// Adds a changed position to the last update's list (ascending).
     mutating func addChanged(_ position: Int) { positions.append(position) }
+
+    /// Adds to the last update's list the positions where `new` differs from `old`.
+    /// A value the update did not write is the very same value (the model copied the
+    /// record's array), so equal bytes settle most without copying either value: copying
+    /// them retained their strings, and those retains were most of this in a profile.
+    mutating func addChanged(from old: [SnapshotValue], to new: [SnapshotValue]) {
+        old.withUnsafeBufferPointer { old in
+            new.withUnsafeBufferPointer { new in
+                guard let a = old.baseAddress, let b = new.baseAddress else {
+                    positions.append(contentsOf: new.indices)
+                    return
+                }
+                for index in new.indices {
+                    if index < old.count, Self.sameBytes(a + index, b + index) || old[index].isStored(as: new[index]) {
+                        continue
+                    }
+                    positions.append(index)
+                }
+            }
+        }
+    }
+
+    /// Whether two values' bytes are the same, read word by word (a call to `memcmp` per
+    /// value cost more than the comparison). Bytes a case leaves unused may differ between
+    /// equal values; then the caller compares the values themselves.
+    @inline(__always)
+    private static func sameBytes(_ a: UnsafePointer<SnapshotValue>, _ b: UnsafePointer<SnapshotValue>) -> Bool {
+        let size = MemoryLayout<SnapshotValue>.size
+        let x = UnsafeRawPointer(a)
+        let y = UnsafeRawPointer(b)
+        var offset = 0
+        while offset + 8 <= size {
+            guard
+                x.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    == y.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+            else { return false }
+            offset += 8
+        }
+        while offset < size {
+            guard x.load(fromByteOffset: offset, as: UInt8.self) == y.load(fromByteOffset: offset, as: UInt8.self)
+            else { return false }
+            offset += 1
+        }
+        return true
+    }
 
     /// The changed positions of the `i`th update.
     func positions(at i: Int) -> ArraySlice<Int> {
@@ -101,6 +153,32 @@ struct ChangedPositions: Sendable {
         }
         return low < writes.count && writes[low] == write ? positions(at: low) : nil
     }
+}
+
+/// The history of a save's updates, gathered by ``SnapshotTable/prepare(_:)`` as it meets
+/// them: it has the stored record in hand then, and comparing there saves a second look-up
+/// and the copies it made (a twentieth of the memory store's update phase in a profile).
+struct UpdateHistory {
+    /// The updates compared as they came, in ascending write position.
+    private(set) var compared = ChangedPositions()
+    /// Updates left for ``SnapshotTable/history(of:updates:)``: of records written earlier in
+    /// the same save, or held by location until the save reads them back.
+    private(set) var deferred: [Int] = []
+
+    /// Compares the update at `write` (above every one added) with the record it replaces.
+    mutating func add(_ write: Int, old: [SnapshotValue], new: [SnapshotValue]) {
+        compared.addUpdate(write)
+        compared.addChanged(from: old, to: new)
+    }
+
+    /// Room for `count` updates of `properties` values each, so that a save's lists do not
+    /// grow a doubling at a time.
+    mutating func reserveCapacity(_ count: Int, properties: Int) {
+        compared.reserveCapacity(count, positions: properties)
+    }
+
+    /// Leaves the update at `write` to be compared once the save is prepared.
+    mutating func `defer`(_ write: Int) { deferred.append(write) }
 }
 
 /// What a prepared save changed, by position: computed before the save is applied, while
@@ -121,21 +199,30 @@ struct SaveHistory: Sendable {
         // The last update's names: the next update of the same entity that changed the same
         // values shares them instead of making its own array (a save's updates mostly do).
         var last: (entity: String, positions: ArraySlice<Int>, names: [String])?
-        for (position, (entity, key, _, isInsert)) in prepared.writes.enumerated() {
-            var change = HistoryEntry.Change(kind: isInsert ? .insert : .update, entity: entity, key: key)
-            if update < updated.count, updated.writes[update] == position {
-                let positions = updated.positions(at: update)
-                if let last, last.entity == entity, last.positions.elementsEqual(positions) {
-                    change.updated = last.names
-                } else if let found = schema.entitiesByName[entity] {
-                    change.updated = positions.compactMap {
-                        $0 < found.properties.count ? found.properties[$0].name : nil
+        // By runs of one entity and by position: iterating the writes built a tuple of
+        // copies (the snapshot's among them) for every write.
+        let writes = prepared.writes
+        for (run, (start, entity)) in writes.runs.enumerated() {
+            let end = run + 1 < writes.runs.count ? writes.runs[run + 1].start : writes.endIndex
+            let found = schema.entitiesByName[entity]
+            for position in start..<end {
+                var change = HistoryEntry.Change(
+                    kind: writes.isInsert(at: position) ? .insert : .update, entity: entity,
+                    key: writes.keys[position])
+                if update < updated.count, updated.writes[update] == position {
+                    let positions = updated.positions(at: update)
+                    if let last, last.entity == entity, last.positions.elementsEqual(positions) {
+                        change.updated = last.names
+                    } else if let found {
+                        change.updated = positions.compactMap {
+                            $0 < found.properties.count ? found.properties[$0].name : nil
+                        }
+                        last = (entity, positions, change.updated)
                     }
-                    last = (entity, positions, change.updated)
+                    update += 1
                 }
-                update += 1
+                changes.append(change)
             }
-            changes.append(change)
         }
         for (position, (entity, key)) in prepared.deletes.enumerated() {
             var change = HistoryEntry.Change(kind: .delete, entity: entity, key: key)
@@ -160,27 +247,40 @@ extension SnapshotTable {
 
     /// What `prepared` changes, for the history: the values each update changes (compared
     /// with the record it replaces), and each delete's preserved values. Call before
-    /// applying it. A value the table does not hold (an external value of a record held by
-    /// location, not read back) counts as changed.
-    func history(of prepared: PreparedSave) -> SaveHistory {
+    /// applying it. `updates` holds the updates `prepare` compared as it met them; the
+    /// ones it deferred are compared here. A value the table does not hold (an external
+    /// value of a record held by location, not read back) counts as changed.
+    func history(of prepared: PreparedSave, updates: UpdateHistory) -> SaveHistory {
         var history = SaveHistory()
         var rows = RowLookup(self)
-        // By position, not by element: an element is a tuple of copies (entity, snapshot),
-        // built for every insert too, and its retains were most of this in a profile.
-        let writes = prepared.writes
-        for position in writes.indices where !writes.isInsert(at: position) {
-            history.updated.addUpdate(position)
-            let new = writes.snapshots[position].values
-            let entity = writes.entity(at: position)
-            let key = writes.keys[position]
-            guard let row = rows.row(entity, key), let old = replacedSnapshot(row, entity, key, prepared)?.values
-            else {
-                for index in new.indices { history.updated.addChanged(index) }
-                continue
+        if updates.deferred.isEmpty {
+            history.updated = updates.compared
+        } else {
+            // A deferred update replaces a compared one at the same position: the record
+            // was written twice, and its final values are what the save stores.
+            let deferred = Set(updates.deferred)
+            let order = (updates.compared.writes.filter { !deferred.contains($0) } + deferred).sorted()
+            let writes = prepared.writes
+            var merged = ChangedPositions()
+            for position in order {
+                if !deferred.contains(position), let changed = updates.compared[position] {
+                    merged.addUpdate(position)
+                    for index in changed { merged.addChanged(index) }
+                    continue
+                }
+                guard !writes.isInsert(at: position) else { continue }
+                merged.addUpdate(position)
+                let new = writes.snapshots[position].values
+                let entity = writes.entity(at: position)
+                let key = writes.keys[position]
+                guard let row = rows.row(entity, key), let old = replacedSnapshot(row, entity, key, prepared)?.values
+                else {
+                    for index in new.indices { merged.addChanged(index) }
+                    continue
+                }
+                merged.addChanged(from: old, to: new)
             }
-            for index in new.indices where index >= old.count || !old[index].isStored(as: new[index]) {
-                history.updated.addChanged(index)
-            }
+            history.updated = merged
         }
         var preserved: [String: [Int]] = [:]
         for (position, (entity, key)) in prepared.deletes.enumerated() {
