@@ -100,7 +100,7 @@ public enum JSONTest {
         deleted: [DefaultSnapshot] = [], author: String? = nil
     ) throws -> [PersistentIdentifier: PersistentIdentifier] {
         try store.save(
-            DataStoreSaveChangesRequest(
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: EditingState(author: author), inserted: inserted, updated: updated, deleted: deleted)
         ).remappedIdentifiers
     }

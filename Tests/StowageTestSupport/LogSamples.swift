@@ -156,7 +156,7 @@ public enum LogSamples {
         _ deleted: [DefaultSnapshot] = [], author: String? = nil
     ) throws -> [PersistentIdentifier: PersistentIdentifier] {
         try store.save(
-            DataStoreSaveChangesRequest(
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: EditingState(author: author), inserted: inserted, updated: updated, deleted: deleted)
         ).remappedIdentifiers
     }

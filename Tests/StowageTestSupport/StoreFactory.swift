@@ -37,8 +37,20 @@ public struct StoreFactory: Sendable, CustomStringConvertible {
             configurations: [JSONStoreConfiguration(name: "json", schema: schema, fileURL: JSONTest.freshURL())])
     }
 
+    /// A custom store written against the public protocol as an app would write one
+    /// (`FileDictionaryStore.swift`), in a fresh directory.
+    public static let fileDictionary = StoreFactory(name: "FileDictionaryStore") { schema in
+        try ModelContainer(
+            for: schema,
+            configurations: [
+                FileDictionaryStoreConfiguration(
+                    name: "dictionary", schema: schema,
+                    fileURL: JSONTest.freshURL().deletingPathExtension().appendingPathExtension("dictionary.json"))
+            ])
+    }
+
     /// Every store the conformance suite runs against.
-    public static let all: [StoreFactory] = [.memory, .log, .json]
+    public static let all: [StoreFactory] = [.memory, .log, .json, .fileDictionary]
 }
 
 /// A small deterministic random generator (SplitMix64), so failures can be replayed

@@ -76,5 +76,6 @@ func storeRecord(_ values: [SnapshotValue], of entityName: String, in container:
     let record = DefaultSnapshot(
         persistentIdentifier: PersistentIdentifier.temporaryForTesting(entityName: entityName), values: values)
     _ = try store.save(
-        DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [record], updated: [], deleted: []))
+        DataStoreSaveChangesRequest<DefaultSnapshot>(
+            editingState: EditingState(), inserted: [record], updated: [], deleted: []))
 }

@@ -38,7 +38,8 @@ struct LogSpilledCommitTests {
             return DefaultSnapshot(persistentIdentifier: .temporaryForTesting(entityName: "Trip"), values: values)
         }
         _ = try store.save(
-            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: inserted, updated: [], deleted: []))
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
+                editingState: EditingState(), inserted: inserted, updated: [], deleted: []))
     }
 
     /// Written in pieces or whole, a commit is the same bytes: the same record, frame and

@@ -54,7 +54,7 @@ enum LogTest {
         values[entity.property(named: "isFavorite")!.index] = .bool(false)
         let temporary = PersistentIdentifier.temporaryForTesting(entityName: "Trip")
         let result = try store.save(
-            DataStoreSaveChangesRequest(
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: EditingState(),
                 inserted: [DefaultSnapshot(persistentIdentifier: temporary, values: values)],
                 updated: [], deleted: []))
@@ -64,14 +64,16 @@ enum LogTest {
     static func deleteTrip(_ store: LogStore, _ id: PersistentIdentifier) throws {
         let snapshot = try #require(try store.snapshots(for: [id])[id])
         _ = try store.save(
-            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [], updated: [], deleted: [snapshot]))
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
+                editingState: EditingState(), inserted: [], updated: [], deleted: [snapshot]))
     }
 
     static func updateBudget(_ store: LogStore, _ id: PersistentIdentifier, _ budget: Double) throws {
         var snapshot = try #require(try store.snapshots(for: [id])[id])
         snapshot.values[store.schema.entitiesByName["Trip"]!.property(named: "budget")!.index] = .double(budget)
         _ = try store.save(
-            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [], updated: [snapshot], deleted: []))
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
+                editingState: EditingState(), inserted: [], updated: [snapshot], deleted: []))
     }
 
     static func fileMode(_ path: String) -> Int {
@@ -382,7 +384,7 @@ struct LogStoreTests {
         values[entity.property(named: "place")!.index] = deep
         #expect(throws: SwiftDataError.unsupportedValue) {
             _ = try store.save(
-                DataStoreSaveChangesRequest(
+                DataStoreSaveChangesRequest<DefaultSnapshot>(
                     editingState: EditingState(),
                     inserted: [
                         DefaultSnapshot(persistentIdentifier: .temporaryForTesting(entityName: "Trip"), values: values)

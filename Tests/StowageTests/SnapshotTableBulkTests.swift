@@ -25,7 +25,8 @@ struct SnapshotTableBulkTests {
 
     static func save(_ snapshots: [DefaultSnapshot], into table: inout SnapshotTable) throws {
         let prepared = try table.prepare(
-            DataStoreSaveChangesRequest(editingState: EditingState(), inserted: snapshots, updated: [], deleted: []))
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
+                editingState: EditingState(), inserted: snapshots, updated: [], deleted: []))
         table.apply(prepared)
     }
 
@@ -43,7 +44,8 @@ struct SnapshotTableBulkTests {
         #expect(
             try bulk.bulkInserts(
                 bulk.prepare(
-                    DataStoreSaveChangesRequest(editingState: EditingState(), inserted: all, updated: [], deleted: [])))
+                    DataStoreSaveChangesRequest<DefaultSnapshot>(
+                        editingState: EditingState(), inserted: all, updated: [], deleted: [])))
                 != nil)
         try Self.save(all, into: &bulk)
 
@@ -53,7 +55,8 @@ struct SnapshotTableBulkTests {
         #expect(
             try stepwise.bulkInserts(
                 stepwise.prepare(
-                    DataStoreSaveChangesRequest(editingState: EditingState(), inserted: rest, updated: [], deleted: []))
+                    DataStoreSaveChangesRequest<DefaultSnapshot>(
+                        editingState: EditingState(), inserted: rest, updated: [], deleted: []))
             ) == nil)
         try Self.save(rest, into: &stepwise)
 
@@ -63,7 +66,7 @@ struct SnapshotTableBulkTests {
         // The unique index finds the record after a bulk save: inserting the same values
         // again is an upsert onto it, not a new record.
         let again = try bulk.prepare(
-            DataStoreSaveChangesRequest(
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: EditingState(), inserted: Array(all.prefix(1)), updated: [], deleted: []))
         #expect(again.writes.map(\.key) == [1] && again.writes.map(\.isInsert) == [false])
     }
@@ -113,7 +116,8 @@ struct SnapshotTableBulkTests {
         let doomed = try #require(try table.snapshot(for: id(keys[100])))
         table.apply(
             try table.prepare(
-                DataStoreSaveChangesRequest(editingState: EditingState(), inserted: [], updated: [], deleted: [doomed]))
+                DataStoreSaveChangesRequest<DefaultSnapshot>(
+                    editingState: EditingState(), inserted: [], updated: [], deleted: [doomed]))
         )
         let orders: [[PersistentIdentifier]] = [
             keys.map(id),  // in key order, with one deleted on the way
@@ -146,7 +150,7 @@ struct SnapshotTableBulkTests {
         }
         var table = SnapshotTable(schema: Self.schema, storeIdentifier: "s")
         let first = try table.prepare(
-            DataStoreSaveChangesRequest(
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: EditingState(), inserted: Self.people(0..<3), updated: [], deleted: []))
         table.apply(first)
         let stored = zip(Self.people(0..<3), first.insertedIdentifiers).map {
@@ -154,7 +158,7 @@ struct SnapshotTableBulkTests {
         }
         let newcomer = Self.people(10..<11)[0]
         let second = try table.prepare(
-            DataStoreSaveChangesRequest(
+            DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: EditingState(), inserted: [newcomer],
                 updated: [
                     with(newcomer, [age: .int(50)]),
@@ -178,14 +182,14 @@ struct SnapshotTableBulkTests {
             throws: Never.self,
             performing: {
                 try table.prepare(
-                    DataStoreSaveChangesRequest(
+                    DataStoreSaveChangesRequest<DefaultSnapshot>(
                         editingState: EditingState(), inserted: [reuse], updated: [], deleted: [],
                         uniquenessPolicy: .fail))
             })
         let clash = with(Self.people(21..<22)[0], [email: .string("moved@example.com")])
         #expect(throws: SwiftDataError.self) {
             try table.prepare(
-                DataStoreSaveChangesRequest(
+                DataStoreSaveChangesRequest<DefaultSnapshot>(
                     editingState: EditingState(), inserted: [clash], updated: [], deleted: [], uniquenessPolicy: .fail))
         }
     }

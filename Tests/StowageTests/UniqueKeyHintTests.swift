@@ -120,7 +120,7 @@ struct UniqueKeyHintTests {
     ) throws {
         table.apply(
             try table.prepare(
-                DataStoreSaveChangesRequest(
+                DataStoreSaveChangesRequest<DefaultSnapshot>(
                     editingState: EditingState(), inserted: inserted, updated: updated, deleted: deleted)))
     }
 

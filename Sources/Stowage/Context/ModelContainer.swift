@@ -14,11 +14,16 @@ public final class ModelContainer: Sendable {
     /// What contexts need of a container: its schema and its open stores. Every context
     /// keeps these, and ordinary contexts keep their container too; the main context keeps
     /// only these, so that it and its container do not keep each other alive.
-    final class Core: Sendable {
+    ///
+    /// `@unchecked Sendable`: a custom store need not be declared `Sendable` (SwiftData's
+    /// `DataStore` is not), but every context of the container calls it, from any thread;
+    /// the ``DataStore`` documentation asks that it be safe to call so. Stowage's stores are
+    /// `Sendable`.
+    final class Core: @unchecked Sendable {
         let schema: Schema
         let configurations: [any DataStoreConfiguration]
         let migrationPlan: (any SchemaMigrationPlan.Type)?
-        let stores: [any DataStore]
+        let stores: [any DataStore<DefaultSnapshot>]
         let storeForEntity: [String: Int]
         /// The one store, when there is one and it keeps a ``SnapshotTable``: found once, as
         /// the cast was a large part of loading one model by identifier (see
@@ -30,7 +35,8 @@ public final class ModelContainer: Sendable {
 
         init(
             schema: Schema, configurations: [any DataStoreConfiguration],
-            migrationPlan: (any SchemaMigrationPlan.Type)?, stores: [any DataStore], storeForEntity: [String: Int]
+            migrationPlan: (any SchemaMigrationPlan.Type)?, stores: [any DataStore<DefaultSnapshot>],
+            storeForEntity: [String: Int]
         ) {
             self.schema = schema
             self.configurations = configurations
@@ -40,7 +46,7 @@ public final class ModelContainer: Sendable {
             self.onlyTableStore = stores.count == 1 ? stores[0] as? any SnapshotTableStore : nil
         }
 
-        func store(for entityName: String) throws -> any DataStore {
+        func store(for entityName: String) throws -> any DataStore<DefaultSnapshot> {
             guard let index = storeForEntity[entityName], index < stores.count else {
                 throw SwiftDataError(.unknownModelType, "\(entityName) is not in the container's schema")
             }
@@ -55,7 +61,7 @@ public final class ModelContainer: Sendable {
     public var configurations: [any DataStoreConfiguration] { core.configurations }
     /// The migration plan, if any.
     public var migrationPlan: (any SchemaMigrationPlan.Type)? { core.migrationPlan }
-    var stores: [any DataStore] { core.stores }
+    var stores: [any DataStore<DefaultSnapshot>] { core.stores }
     /// Read and made by ``mainContext`` on the main actor, or set when the container is made.
     nonisolated(unsafe) private var _mainContext: ModelContext?
 
@@ -68,7 +74,7 @@ public final class ModelContainer: Sendable {
     ) throws {
         let configurations: [any DataStoreConfiguration] =
             configurations.isEmpty ? [ModelConfiguration(schema: schema)] : configurations
-        var stores: [any DataStore] = []
+        var stores: [any DataStore<DefaultSnapshot>] = []
         var routes: [String: Int] = [:]
         for (index, configuration) in configurations.enumerated() {
             if let own = configuration.schema {
@@ -80,8 +86,10 @@ public final class ModelContainer: Sendable {
                 }
                 for entity in own.entities where routes[entity.name] == nil { routes[entity.name] = index }
             }
+            try configuration.validate()
             stores.append(
-                try configuration.makeStore(schema: configuration.schema ?? schema, migrationPlan: migrationPlan))
+                try configuration.makeContextStore(schema: configuration.schema ?? schema, migrationPlan: migrationPlan)
+            )
         }
         for entity in schema.entities where routes[entity.name] == nil {
             routes[entity.name] = 0
@@ -113,6 +121,15 @@ public final class ModelContainer: Sendable {
     ) throws {
         let schema = Self.schema(forTypes, migrationPlan)
         try self.init(for: schema, migrationPlan: migrationPlan, configurations: configurations)
+    }
+
+    /// Opens a container for model types and every type reachable from them, with any
+    /// store configurations: a custom store's, as SwiftData's documentation shows it
+    /// (`ModelContainer(for: Trip.self, configurations: JSONStoreConfiguration(...))`).
+    public convenience init(
+        for forTypes: any PersistentModel.Type..., configurations: any DataStoreConfiguration...
+    ) throws {
+        try self.init(for: Self.schema(forTypes, nil), configurations: configurations)
     }
 
     /// Opens a container for model types with any store configurations.

@@ -19,7 +19,8 @@ extension ModelContext {
             ErasedFetchDescriptor(descriptor),
             storeFetch: { store, editingState, query in
                 try store.fetch(
-                    DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query)
+                    DataStoreFetchRequest(
+                        descriptor: descriptor.matching(query), editingState: editingState, query: query)
                 ).fetchedSnapshots
             },
             reserve: { models.reserveCapacity($0) },
@@ -35,7 +36,7 @@ extension ModelContext {
     @usableFromInline
     func fetchModels(
         _ descriptor: ErasedFetchDescriptor,
-        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot],
+        storeFetch: (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [DefaultSnapshot],
         reserve: (Int) -> Void, append: (any PersistentModel) -> Void
     ) throws {
         applyPendingMerges()
@@ -67,7 +68,11 @@ extension ModelContext {
         if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
             return try fetchSnapshots(descriptor).count
         }
-        return try store.fetchCount(request)
+        do {
+            return try store.fetchCount(request)
+        } catch DataStoreError.preferInMemoryFilter, DataStoreError.preferInMemorySort {
+            return try fetchSnapshots(descriptor).count
+        }
     }
 
     /// The identifiers of the models that match a descriptor, in its order.
@@ -78,7 +83,73 @@ extension ModelContext {
         if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
             return try fetchSnapshots(descriptor).map(\.persistentIdentifier)
         }
-        return try store.fetchIdentifiers(request)
+        do {
+            return try store.fetchIdentifiers(request)
+        } catch DataStoreError.preferInMemoryFilter, DataStoreError.preferInMemorySort {
+            return try fetchSnapshots(descriptor).map(\.persistentIdentifier)
+        }
+    }
+
+    /// What `store` answers to `query`; when it prefers the context to filter or sort
+    /// (``DataStoreError/preferInMemoryFilter``, ``DataStoreError/preferInMemorySort``), it
+    /// is asked again without that part and the window, and the context does the rest.
+    func storeSnapshots(
+        _ store: any DataStore<DefaultSnapshot>, _ query: FetchQuery,
+        _ storeFetch: (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [DefaultSnapshot]
+    ) throws -> [DefaultSnapshot] {
+        var asked = query
+        var filterHere = false
+        var sortHere = false
+        // At most: as asked, then without the sort, then without the filter too.
+        while true {
+            do {
+                let snapshots = try storeFetch(store, editingState, asked)
+                if !filterHere, !sortHere {
+                    return snapshots
+                }
+                return try inMemory(snapshots, query, filter: filterHere)
+            } catch DataStoreError.preferInMemorySort where !query.sort.isEmpty && !asked.sort.isEmpty {
+                asked.sort = []
+                sortHere = true
+            } catch DataStoreError.preferInMemoryFilter where asked.hasFilter {
+                asked.predicate = nil
+                asked.identifiers = nil
+                filterHere = true
+                sortHere = true  // the window, at least, is the context's now
+            }
+            asked.limit = nil
+            asked.offset = 0
+        }
+    }
+
+    /// `snapshots` filtered by `query`'s predicate and identifiers (when `filter`), sorted
+    /// by its sort, and cut to its window: what a store that preferred the context to do
+    /// so would have answered.
+    func inMemory(_ snapshots: [DefaultSnapshot], _ query: FetchQuery, filter: Bool) throws -> [DefaultSnapshot] {
+        var kept = snapshots
+        if filter {
+            var evaluator = QueryEvaluator(resolve: { [unowned self] id in
+                if let model = self.lookUp(id), self.hasPendingChanges(id) {
+                    return try? model.persistentBackingData.snapshot()
+                }
+                return try? core.store(for: id.entityName).snapshots(for: [id])[id]
+            })
+            kept = try kept.filter { snapshot in
+                if let ids = query.identifiers, !ids.contains(snapshot.persistentIdentifier) { return false }
+                guard let predicate = query.predicate else { return true }
+                return try evaluator.matches(snapshot, predicate, root: query.rootVariable)
+            }
+        }
+        if !query.sort.isEmpty {
+            kept.sort { a, b in
+                if query.areInIncreasingOrder(a, b) { return true }
+                if query.areInIncreasingOrder(b, a) { return false }
+                return a.persistentIdentifier < b.persistentIdentifier
+            }
+        }
+        let start = min(query.offset, kept.count)
+        let end = query.limit.map { Swift.min(kept.count, start + $0) } ?? kept.count
+        return Array(kept[start..<end])
     }
 
     /// How the store would answer a descriptor: the index it uses, the filter left on
@@ -107,7 +178,7 @@ extension ModelContext {
     }
 
     func makeRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws
-        -> (any DataStore, DataStoreFetchRequest<T>)
+        -> (any DataStore<DefaultSnapshot>, DataStoreFetchRequest<T>)
     {
         let (entity, store) = try route(T.self)
         let query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
@@ -115,7 +186,7 @@ extension ModelContext {
     }
 
     /// The entity and store for a model type, looked up once per context.
-    func route(_ type: any PersistentModel.Type) throws -> (Schema.Entity, any DataStore) {
+    func route(_ type: any PersistentModel.Type) throws -> (Schema.Entity, any DataStore<DefaultSnapshot>) {
         let key = ObjectIdentifier(type)
         if let known = routes[key] { return known }
         guard let entity = core.schema.entity(forModelType: type) else {
@@ -136,8 +207,9 @@ extension ModelContext {
     /// descriptor asks for them.
     func fetchSnapshots<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> [DefaultSnapshot] {
         try fetchSnapshots(ErasedFetchDescriptor(descriptor)) { store, editingState, query in
-            try store.fetch(DataStoreFetchRequest(descriptor: descriptor, editingState: editingState, query: query))
-                .fetchedSnapshots
+            try store.fetch(
+                DataStoreFetchRequest(descriptor: descriptor.matching(query), editingState: editingState, query: query)
+            ).fetchedSnapshots
         }
     }
 
@@ -145,7 +217,7 @@ extension ModelContext {
     /// descriptor asks for them. `storeFetch` asks a store that keeps no table.
     func fetchSnapshots(
         _ descriptor: ErasedFetchDescriptor,
-        storeFetch: (any DataStore, EditingState, FetchQuery) throws -> [DefaultSnapshot]
+        storeFetch: (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [DefaultSnapshot]
     ) throws -> [DefaultSnapshot] {
         let (entity, store) = try route(descriptor.modelType)
         let query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
@@ -155,13 +227,13 @@ extension ModelContext {
             if let tableStore = core.onlyTableStore {
                 return try tableStore.withTable { try $0.fetch(query) }
             }
-            return try storeFetch(store, editingState, query)
+            return try storeSnapshots(store, query, storeFetch)
         }
         // Fetch without the window, replace what this context has changed, then sort and cut.
         var unwindowed = query
         unwindowed.limit = nil
         unwindowed.offset = 0
-        let stored = try storeFetch(store, editingState, unwindowed)
+        let stored = try storeSnapshots(store, unwindowed, storeFetch)
         var pending: [PersistentIdentifier: DefaultSnapshot] = [:]
         for (id, model) in zip(insertedOrder, insertedModels) where id.entityName == query.entity.name {
             pending[id] = try model.persistentBackingData.snapshot()

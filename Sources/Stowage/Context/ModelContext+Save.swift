@@ -62,7 +62,7 @@ extension ModelContext {
         var newIdentifiers = insertedOrder
         var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         for index in Set(inserted.keys).union(updated.keys).union(deleted.keys).sorted() {
-            let request = DataStoreSaveChangesRequest(
+            let request = DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: editingState, inserted: inserted[index] ?? [], updated: updated[index] ?? [],
                 deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
             let result = try core.stores[index].save(request)

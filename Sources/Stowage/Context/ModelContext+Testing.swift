@@ -14,7 +14,7 @@ extension ModelContext {
 
 extension ModelContainer {
     /// The container's stores.
-    @_spi(Testing) public var storesForTesting: [any DataStore] { stores }
+    @_spi(Testing) public var storesForTesting: [any DataStore<DefaultSnapshot>] { stores }
 }
 
 extension PersistentIdentifier {

@@ -154,7 +154,7 @@ public final class ModelContext {
     /// Each model type's entity and store, found once (`route(_:)`).
     /// `@exclusivity(unchecked)`: read on every fetch, written only by `route(_:)`, which
     /// calls nothing that could touch it while it writes.
-    @exclusivity(unchecked) var routes: [ObjectIdentifier: (Schema.Entity, any DataStore)] = [:]
+    @exclusivity(unchecked) var routes: [ObjectIdentifier: (Schema.Entity, any DataStore<DefaultSnapshot>)] = [:]
     /// The entity of the last identifier ``entity(of:)`` was asked about, by the identifier's
     /// scope: scopes live for the process, and one names one entity.
     @exclusivity(unchecked) private var lastEntity: (scope: ObjectIdentifier, entity: Schema.Entity)?

@@ -30,17 +30,18 @@ public struct DataStoreFetchRequest<T: PersistentModel>: @unchecked Sendable {
 }
 
 /// A fetch's answer.
-public struct DataStoreFetchResult<T: PersistentModel>: Sendable {
+public struct DataStoreFetchResult<ModelType: PersistentModel, SnapshotType: DataStoreSnapshot>: Sendable {
     /// The descriptor that was fetched.
-    public let descriptor: FetchDescriptor<T>
+    public let descriptor: FetchDescriptor<ModelType>
     /// The matching snapshots.
-    public let fetchedSnapshots: [DefaultSnapshot]
+    public let fetchedSnapshots: [SnapshotType]
     /// Snapshots of related models the store chose to send along (prefetching).
-    public let relatedSnapshots: [PersistentIdentifier: DefaultSnapshot]
+    public let relatedSnapshots: [PersistentIdentifier: SnapshotType]
 
+    /// SwiftData's initializer; `relatedSnapshots` may be left out (Stowage's default).
     public init(
-        descriptor: FetchDescriptor<T>, fetchedSnapshots: [DefaultSnapshot],
-        relatedSnapshots: [PersistentIdentifier: DefaultSnapshot] = [:]
+        descriptor: FetchDescriptor<ModelType>, fetchedSnapshots: [SnapshotType],
+        relatedSnapshots: [PersistentIdentifier: SnapshotType] = [:]
     ) {
         self.descriptor = descriptor
         self.fetchedSnapshots = fetchedSnapshots
@@ -59,21 +60,21 @@ public enum UniquenessPolicy: Sendable, Hashable {
 }
 
 /// A save, as a context hands it to a store: every change since the last save.
-public struct DataStoreSaveChangesRequest: Sendable {
+public struct DataStoreSaveChangesRequest<SnapshotType: DataStoreSnapshot>: Sendable {
     /// The context making the request.
     public let editingState: EditingState
     /// New models, with temporary identifiers.
-    public let inserted: [DefaultSnapshot]
+    public let inserted: [SnapshotType]
     /// Changed models, with their full new values.
-    public let updated: [DefaultSnapshot]
+    public let updated: [SnapshotType]
     /// Deleted models, with their last values.
-    public let deleted: [DefaultSnapshot]
-    /// What to do when an insert collides with a unique constraint.
+    public let deleted: [SnapshotType]
+    /// What to do when an insert collides with a unique constraint. Stowage's addition.
     public let uniquenessPolicy: UniquenessPolicy
 
     public init(
-        editingState: EditingState, inserted: [DefaultSnapshot], updated: [DefaultSnapshot],
-        deleted: [DefaultSnapshot], uniquenessPolicy: UniquenessPolicy = .upsert
+        editingState: EditingState, inserted: [SnapshotType], updated: [SnapshotType],
+        deleted: [SnapshotType], uniquenessPolicy: UniquenessPolicy = .upsert
     ) {
         self.editingState = editingState
         self.inserted = inserted
@@ -84,12 +85,12 @@ public struct DataStoreSaveChangesRequest: Sendable {
 }
 
 /// A save's answer.
-public struct DataStoreSaveChangesResult: Sendable {
+public final class DataStoreSaveChangesResult<T: DataStoreSnapshot>: Sendable {
     /// The store that saved.
     public let storeIdentifier: String
     /// Temporary identifiers and the permanent ones that replace them.
     ///
-    /// From a result made with ``init(storeIdentifier:request:insertedIdentifiers:snapshotsToReregister:)``
+    /// From a result made with ``init(for:request:insertedIdentifiers:snapshotsToReregister:deletedIdentifiers:)``
     /// the dictionary is built when read.
     public var remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier] {
         if let remapped { return remapped }
@@ -103,20 +104,25 @@ public struct DataStoreSaveChangesResult: Sendable {
     public let insertedIdentifiers: [PersistentIdentifier]?
     /// Records whose stored values differ from what the context sent (upserts), keyed by
     /// permanent identifier. The context refreshes its models from these.
-    public let snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot]
+    public let snapshotsToReregister: [PersistentIdentifier: T]
+    /// Records the store deleted beyond the request's own deletes (a rule it applied, a
+    /// record it expired): the context forgets their models.
+    public let deletedIdentifiers: [PersistentIdentifier]
     private let remapped: [PersistentIdentifier: PersistentIdentifier]?
     /// The request's inserted snapshots, whose identifiers `insertedIdentifiers` replace.
-    private let inserted: [DefaultSnapshot]
+    private let inserted: [T]
 
+    /// SwiftData's initializer.
     public init(
-        storeIdentifier: String, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier],
-        snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for storeIdentifier: String, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier] = [:],
+        snapshotsToReregister: [PersistentIdentifier: T] = [:], deletedIdentifiers: [PersistentIdentifier] = []
     ) {
         self.storeIdentifier = storeIdentifier
         self.remapped = remappedIdentifiers
         self.insertedIdentifiers = nil
         self.inserted = []
         self.snapshotsToReregister = snapshotsToReregister
+        self.deletedIdentifiers = deletedIdentifiers
     }
 
     /// A result that gives the permanent identifier of each of `request`'s inserted
@@ -124,14 +130,16 @@ public struct DataStoreSaveChangesResult: Sendable {
     /// so it must hold one identifier for each (a context refuses a result that does not).
     /// Stowage's addition.
     public init(
-        storeIdentifier: String, request: DataStoreSaveChangesRequest, insertedIdentifiers: [PersistentIdentifier],
-        snapshotsToReregister: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for storeIdentifier: String, request: DataStoreSaveChangesRequest<T>,
+        insertedIdentifiers: [PersistentIdentifier],
+        snapshotsToReregister: [PersistentIdentifier: T] = [:], deletedIdentifiers: [PersistentIdentifier] = []
     ) {
         self.storeIdentifier = storeIdentifier
         self.remapped = nil
         self.insertedIdentifiers = insertedIdentifiers
         self.inserted = request.inserted
         self.snapshotsToReregister = snapshotsToReregister
+        self.deletedIdentifiers = deletedIdentifiers
     }
 }
 

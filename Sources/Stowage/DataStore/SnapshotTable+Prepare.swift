@@ -8,7 +8,7 @@ extension SnapshotTable {
     /// (``loadReplaced(_:)``), so that ``apply(_:)`` cannot fail.
     /// - Throws: ``SwiftDataError`` `.uniqueConstraintViolation`, `.unknownModelType` or
     ///   `.modelValidationFailure`; the source's error when a replaced record cannot be read.
-    public func prepare(_ request: DataStoreSaveChangesRequest) throws -> PreparedSave {
+    public func prepare(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> PreparedSave {
         var prepared = PreparedSave()
         var nextKey = nextPrimaryKey
         // What this save does to each entity so far: the keys it deletes, and the unique

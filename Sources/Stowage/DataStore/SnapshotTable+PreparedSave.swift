@@ -21,9 +21,11 @@ extension SnapshotTable {
         }
 
         /// The save's answer to `request`, which it was prepared from.
-        func result(storeIdentifier: String, request: DataStoreSaveChangesRequest) -> DataStoreSaveChangesResult {
+        func result(storeIdentifier: String, request: DataStoreSaveChangesRequest<DefaultSnapshot>)
+            -> DataStoreSaveChangesResult<DefaultSnapshot>
+        {
             DataStoreSaveChangesResult(
-                storeIdentifier: storeIdentifier, request: request, insertedIdentifiers: insertedIdentifiers,
+                for: storeIdentifier, request: request, insertedIdentifiers: insertedIdentifiers,
                 snapshotsToReregister: reregister)
         }
         /// Records an upsert changed, as stored.

@@ -3,13 +3,15 @@
 /// explain, snapshots by identifier) from the table, and writes its own saves.
 ///
 /// Stowage's own addition: SwiftData has no such layer.
-public protocol SnapshotTableStore: DataStore {
+public protocol SnapshotTableStore: DataStore, Sendable where Snapshot == DefaultSnapshot {
     /// Runs `body` on the table under the store's lock: for reading only.
     func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R
 }
 
 extension SnapshotTableStore {
-    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T> {
+    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<
+        T, DefaultSnapshot
+    > {
         let snapshots = try withTable { try $0.fetch(request.query) }
         return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
     }

@@ -92,6 +92,9 @@ public struct DataStoreError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let storeUnusable = Code("storeUnusable")
         public static let unknownEntity = Code("unknownEntity")
         public static let migrationFailed = Code("migrationFailed")
+        public static let preferInMemoryFilter = Code("preferInMemoryFilter")
+        public static let preferInMemorySort = Code("preferInMemorySort")
+        public static let invalidPredicate = Code("invalidPredicate")
     }
 
     public let code: Code
@@ -138,4 +141,12 @@ public struct DataStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     /// store is left as it was, at its old version. Stowage's own code: SwiftData reports
     /// a failed migration as a failure to load the container.
     public static let migrationFailed = DataStoreError(.migrationFailed, "")
+    /// Thrown by a store's `fetch` to have the context evaluate the predicate: the context
+    /// fetches again without it (and without the window) and filters what comes back.
+    public static let preferInMemoryFilter = DataStoreError(.preferInMemoryFilter, "")
+    /// Thrown by a store's `fetch` to have the context sort: the context fetches again
+    /// without the sort (and without the window), then sorts and cuts what comes back.
+    public static let preferInMemorySort = DataStoreError(.preferInMemorySort, "")
+    /// The store cannot evaluate the request's predicate.
+    public static let invalidPredicate = DataStoreError(.invalidPredicate, "")
 }

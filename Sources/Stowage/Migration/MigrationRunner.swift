@@ -211,9 +211,9 @@ struct MigrationRunner {
     func convert(to schema: Schema, replacing: Bool, name: String) throws {
         let options = SchemaConversion.Options(acrossVersions: true, replacesChangedProperties: replacing)
         let configuration = target.configuration(schema, working, options, false)
-        let store: any DataStore
+        let store: any DataStore<DefaultSnapshot>
         do {
-            store = try configuration.makeStore(schema: schema, migrationPlan: nil)
+            store = try configuration.makeContextStore(schema: schema, migrationPlan: nil)
         } catch let error as DataStoreError where error.code == .schemaMismatch {
             throw DataStoreError(
                 .migrationFailed,

@@ -23,7 +23,7 @@ struct MigrationTarget {
             any DataStoreConfiguration
     /// Makes a store opened with a conversion hold its new schema on disk, when opening did
     /// not (the JSON store writes its document on the next save; this writes it now).
-    var settle: (any DataStore) throws -> Void
+    var settle: (any DataStore<DefaultSnapshot>) throws -> Void
     /// Closes a store and releases its lock.
-    var close: (any DataStore) -> Void
+    var close: (any DataStore<DefaultSnapshot>) -> Void
 }

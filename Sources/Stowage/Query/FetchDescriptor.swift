@@ -30,6 +30,34 @@ public struct FetchDescriptor<T: PersistentModel>: @unchecked Sendable {
     }
 }
 
+extension FetchDescriptor {
+    /// This descriptor as `query` asks for it: without its predicate when the query has
+    /// none left, without its sort when the query has none, and with the query's window.
+    /// A store reads the descriptor (a custom store does), so it must say what the context
+    /// asks of the store, not what the app asked of the context.
+    @usableFromInline
+    func matching(_ query: FetchQuery) -> FetchDescriptor<T> {
+        let offset = query.offset == 0 ? nil : query.offset
+        if fetchLimit == query.limit, (fetchOffset ?? 0) == query.offset, predicate == nil || query.hasFilter,
+            sortBy.isEmpty || !query.sort.isEmpty
+        {
+            return self
+        }
+        var copy = self
+        copy.fetchLimit = query.limit
+        copy.fetchOffset = offset
+        if !query.hasFilter { copy.predicate = nil }
+        if query.sort.isEmpty { copy.sortBy = [] }
+        return copy
+    }
+}
+
+extension FetchQuery {
+    /// Whether the query filters at all: by a predicate or by identifiers.
+    @usableFromInline
+    var hasFilter: Bool { predicate != nil || identifiers != nil }
+}
+
 /// A fetch descriptor with its model type taken out: what ``ModelContext/fetch(_:)``
 /// passes from the app's module, where it is specialized for the model type, to code that
 /// is not generic. Code generic over the model type looked up the type metadata of

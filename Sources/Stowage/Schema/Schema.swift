@@ -102,3 +102,11 @@ extension Schema {
         public var description: String { "\(major).\(minor).\(patch)" }
     }
 }
+
+extension Schema {
+    /// The name of the entity a model type becomes: its class name, without its module or
+    /// enclosing types. What a custom store files a fetch's records under.
+    public static func entityName(for modelType: any PersistentModel.Type) -> String {
+        modelType._stowageEntityName
+    }
+}

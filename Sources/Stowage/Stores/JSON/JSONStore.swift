@@ -252,7 +252,9 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         try table.withLock { try body($0) }
     }
 
-    public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
+    public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> DataStoreSaveChangesResult<
+        DefaultSnapshot
+    > {
         let prepared = try change(author: request.editingState.author) { try $0.prepare(request) }
         return prepared.result(storeIdentifier: identifier, request: request)
     }
@@ -263,7 +265,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
             let snapshots = try table.fetch(request.query)
             doomed = snapshots.map(\.persistentIdentifier)
             return try table.prepare(
-                DataStoreSaveChangesRequest(
+                DataStoreSaveChangesRequest<DefaultSnapshot>(
                     editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
         }
         return doomed
@@ -403,5 +405,20 @@ extension JSONStore: HistoryProviding, HistoryKeeping {
             next.history?.removeAll { transactions.contains($0.transactionID) }
             try commit(&w, from: current, to: next)
         }
+    }
+}
+
+extension JSONStoreConfiguration {
+    /// Two configurations are equal when they open the same document with the same schema
+    /// (`DataStoreConfiguration` is `Hashable`); size limits and history settings do not
+    /// make it another store.
+    public static func == (lhs: JSONStoreConfiguration, rhs: JSONStoreConfiguration) -> Bool {
+        lhs.name == rhs.name && lhs.fileURL == rhs.fileURL && lhs.schema == rhs.schema
+            && lhs.allowsSave == rhs.allowsSave
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(fileURL)
     }
 }

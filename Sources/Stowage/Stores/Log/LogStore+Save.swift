@@ -3,7 +3,9 @@ import Foundation
 // A save: validated against the table, written as one commit record (with its external
 // values' files first), then applied to the table (`Formats/log.md`, "Writing").
 extension LogStore {
-    public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
+    public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> DataStoreSaveChangesResult<
+        DefaultSnapshot
+    > {
         let (prepared, ticket, compact) = try writer.withLock { w in
             try commit(&w, author: request.editingState.author) { try $0.prepare(request) }
         }
@@ -19,7 +21,7 @@ extension LogStore {
                 let snapshots = try table.fetch(request.query)
                 doomed = snapshots.map(\.persistentIdentifier)
                 return try table.prepare(
-                    DataStoreSaveChangesRequest(
+                    DataStoreSaveChangesRequest<DefaultSnapshot>(
                         editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
             }
         }

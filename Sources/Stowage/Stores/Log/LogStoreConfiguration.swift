@@ -176,3 +176,18 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
         return try LogStore(configuration, migrationPlan: migrationPlan)
     }
 }
+
+extension LogStoreConfiguration {
+    /// Two configurations are equal when they open the same file with the same schema, as
+    /// ``ModelConfiguration``'s are (`DataStoreConfiguration` is `Hashable`). Settings that
+    /// tune how the file is written (durability, blocks, compaction) do not make it
+    /// another store.
+    public static func == (lhs: LogStoreConfiguration, rhs: LogStoreConfiguration) -> Bool {
+        lhs.name == rhs.name && lhs.url == rhs.url && lhs.schema == rhs.schema && lhs.allowsSave == rhs.allowsSave
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(url)
+    }
+}

@@ -28,7 +28,9 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         try table.withLock { try body($0) }
     }
 
-    public func save(_ request: DataStoreSaveChangesRequest) throws -> DataStoreSaveChangesResult {
+    public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> DataStoreSaveChangesResult<
+        DefaultSnapshot
+    > {
         try table.withLock { table in
             let prepared = try table.prepare(request)
             table.apply(prepared)
@@ -40,7 +42,7 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
         try table.withLock { table in
             let doomed = try table.fetch(request.query)
-            let save = DataStoreSaveChangesRequest(
+            let save = DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: request.editingState, inserted: [], updated: [], deleted: doomed)
             let prepared = try table.prepare(save)
             table.apply(prepared)

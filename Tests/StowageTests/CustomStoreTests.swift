@@ -1,0 +1,123 @@
+import Foundation
+import Stowage
+import StowageTestSupport
+import Testing
+
+/// A store written against the public `DataStore` protocol, as an app writes one: the
+/// context filters, sorts and cuts for it when it asks, counts and identifiers come from
+/// the protocol's defaults, and a store of another snapshot type is refused clearly.
+@Suite struct CustomStoreTests {
+    /// Items named a to f with weights 5 to 0, and every other one with a note.
+    func stocked() throws -> (ModelContainer, ModelContext) {
+        let container = try StoreFactory.fileDictionary.container()
+        let context = ModelContext(container)
+        for (i, name) in ["a", "b", "c", "d", "e", "f"].enumerated() {
+            let item = Item(name: name, weight: Double(5 - i))
+            item.note = i % 2 == 0 ? "kept" : nil
+            context.insert(item)
+        }
+        try context.save()
+        return (container, ModelContext(container))
+    }
+
+    @Test func theContextFiltersSortsAndCutsForAStoreThatPrefersIt() throws {
+        let (_, context) = try stocked()
+        var descriptor = FetchDescriptor<Item>(
+            predicate: #Predicate { $0.note != nil && $0.weight < 5 }, sortBy: [SortDescriptor(\.weight)])
+        #expect(try context.fetch(descriptor).map(\.name) == ["e", "c"])
+        descriptor.fetchLimit = 1
+        #expect(try context.fetch(descriptor).map(\.name) == ["e"])
+        descriptor.fetchOffset = 1
+        #expect(try context.fetch(descriptor).map(\.name) == ["c"])
+        #expect(try context.fetchCount(FetchDescriptor<Item>(predicate: #Predicate { $0.note == nil })) == 3)
+        let sortedOnly = FetchDescriptor<Item>(sortBy: [SortDescriptor(\.weight, order: .reverse)])
+        #expect(try context.fetch(sortedOnly).map(\.name) == ["a", "b", "c", "d", "e", "f"])
+        var windowOnly = FetchDescriptor<Item>()
+        windowOnly.fetchOffset = 4
+        #expect(try context.fetch(windowOnly).map(\.name) == ["e", "f"])
+        let ids = try context.fetchIdentifiers(
+            FetchDescriptor<Item>(predicate: #Predicate { $0.weight >= 4 }, sortBy: [SortDescriptor(\.name)]))
+        #expect(ids.count == 2)
+        #expect(ids.compactMap { (context.model(for: $0) as? Item)?.name } == ["a", "b"])
+    }
+
+    @Test func pendingChangesMergeWithWhatTheContextFiltered() throws {
+        let (_, context) = try stocked()
+        let f = try #require(try context.fetch(FetchDescriptor<Item>(predicate: #Predicate { $0.name == "f" })).first)
+        f.note = "now kept"
+        context.insert(Item(name: "g", weight: 0.5))
+        let kept = try context.fetch(
+            FetchDescriptor<Item>(predicate: #Predicate { $0.note != nil }, sortBy: [SortDescriptor(\.name)]))
+        #expect(kept.map(\.name) == ["a", "c", "e", "f"])
+        let light = try context.fetch(
+            FetchDescriptor<Item>(predicate: #Predicate { $0.weight < 1 }, sortBy: [SortDescriptor(\.weight)]))
+        #expect(light.map(\.name) == ["f", "g"])
+    }
+
+    @Test func aReopenedStoreReadsWhatItsFileHolds() throws {
+        let url = JSONTest.freshURL()
+        let schema = Schema(allTestModels)
+        do {
+            let container = try ModelContainer(
+                for: schema, configurations: [FileDictionaryStoreConfiguration(name: "d", schema: schema, fileURL: url)]
+            )
+            let context = ModelContext(container)
+            context.insert(Trip(name: "Lisbon"))
+            try context.save()
+        }
+        let container = try ModelContainer(
+            for: schema, configurations: [FileDictionaryStoreConfiguration(name: "d", schema: schema, fileURL: url)])
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Trip>()).map(\.name) == ["Lisbon"])
+        #expect(container.configurations.first?.name == "d")
+    }
+
+    @Test func aConfigurationThatDoesNotValidateOpensNothing() throws {
+        let url = URL(fileURLWithPath: "/nonexistent-\(UUID())/store.json")
+        #expect(throws: DataStoreError.ioFailure) {
+            try ModelContainer(
+                for: Schema(allTestModels), configurations: [FileDictionaryStoreConfiguration(name: "d", fileURL: url)])
+        }
+        #expect(!FileManager.default.fileExists(atPath: url.deletingLastPathComponent().path))
+    }
+
+    @Test func aStoreOfAnotherSnapshotTypeIsRefusedAtOpen() throws {
+        #expect(throws: DataStoreError.unsupportedFeature) {
+            try ModelContainer(for: Schema(allTestModels), configurations: [OtherSnapshotConfiguration()])
+        }
+    }
+
+    @Test func entityNamesAreTheClassNames() {
+        #expect(Schema.entityName(for: Trip.self) == "Trip")
+        #expect(Schema.entityName(for: Item.self) == "Item")
+    }
+}
+
+/// A snapshot that is not ``DefaultSnapshot``: contexts cannot read models from it.
+struct OtherSnapshot: DataStoreSnapshot {
+    var persistentIdentifier: PersistentIdentifier
+    func copy(
+        persistentIdentifier: PersistentIdentifier, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier]?
+    ) -> OtherSnapshot { OtherSnapshot(persistentIdentifier: persistentIdentifier) }
+}
+
+final class OtherSnapshotStore: DataStore {
+    typealias Snapshot = OtherSnapshot
+    let configuration: OtherSnapshotConfiguration
+    let identifier = "other"
+    let schema: Schema
+    init(_ configuration: OtherSnapshotConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
+        self.configuration = configuration
+        self.schema = configuration.schema ?? Schema()
+    }
+    func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<T, OtherSnapshot>
+    { DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: [], relatedSnapshots: [:]) }
+    func save(_ request: DataStoreSaveChangesRequest<OtherSnapshot>) throws -> DataStoreSaveChangesResult<OtherSnapshot>
+    { DataStoreSaveChangesResult(for: identifier) }
+    func erase() throws {}
+}
+
+struct OtherSnapshotConfiguration: DataStoreConfiguration {
+    typealias Store = OtherSnapshotStore
+    var name = "other"
+    var schema: Schema?
+}
