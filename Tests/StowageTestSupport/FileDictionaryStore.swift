@@ -15,6 +15,26 @@ public final class FileDictionaryStore: DataStore, @unchecked Sendable {
     public let identifier: String
     public let schema: Schema
     private let lock = NSLock()
+    private var _liveStates: Set<UUID> = []
+    private var _expires: (@Sendable (DefaultSnapshot) -> Bool)?
+
+    /// The editing states of the contexts using the store: `initializeState` adds one,
+    /// `invalidateState` removes it.
+    public var liveStates: Set<UUID> { lock.withLock { _liveStates } }
+    /// Records that every save removes on its own (an expiry), reported to the context as
+    /// the result's `deletedIdentifiers`.
+    public var expires: (@Sendable (DefaultSnapshot) -> Bool)? {
+        get { lock.withLock { _expires } }
+        set { lock.withLock { _expires = newValue } }
+    }
+
+    public func initializeState(for editingState: EditingState) {
+        lock.withLock { _ = _liveStates.insert(editingState.id) }
+    }
+
+    public func invalidateState(for editingState: EditingState) {
+        lock.withLock { _ = _liveStates.remove(editingState.id) }
+    }
 
     /// What the file holds.
     struct Contents: Codable {
@@ -92,9 +112,15 @@ public final class FileDictionaryStore: DataStore, @unchecked Sendable {
                 contents.records[id] = snapshot.copy(persistentIdentifier: id, remappedIdentifiers: remapped)
             }
             for snapshot in request.deleted { contents.records[snapshot.persistentIdentifier] = nil }
+            var expired: [PersistentIdentifier] = []
+            if let expires = _expires {
+                expired = contents.records.values.filter(expires).map(\.persistentIdentifier)
+                for id in expired { contents.records[id] = nil }
+            }
             try write(contents)
             return DataStoreSaveChangesResult(
-                for: identifier, remappedIdentifiers: remapped, snapshotsToReregister: reregister)
+                for: identifier, remappedIdentifiers: remapped, snapshotsToReregister: reregister,
+                deletedIdentifiers: expired)
         }
     }
 

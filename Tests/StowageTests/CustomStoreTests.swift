@@ -1,5 +1,5 @@
 import Foundation
-import Stowage
+@_spi(Testing) import Stowage
 import StowageTestSupport
 import Testing
 
@@ -84,6 +84,36 @@ import Testing
         #expect(throws: DataStoreError.unsupportedFeature) {
             try ModelContainer(for: Schema(allTestModels), configurations: [OtherSnapshotConfiguration()])
         }
+    }
+
+    @Test func contextsOpenAndCloseTheirEditingStates() throws {
+        let container = try StoreFactory.fileDictionary.container()
+        let first = ModelContext(container)
+        let store = try #require(container.storesForTesting.first as? FileDictionaryStore)
+        let before = store.liveStates
+        #expect(before.count == 1)
+        var second: ModelContext? = ModelContext(container)
+        #expect(store.liveStates.count == 2 && store.liveStates.isSuperset(of: before))
+        _ = second?.hasChanges
+        second = nil
+        #expect(store.liveStates == before)
+        withExtendedLifetime(first) {}
+    }
+
+    @Test func recordsTheStoreDeletesOnItsOwnLeaveTheContext() throws {
+        let container = try StoreFactory.fileDictionary.container()
+        let context = ModelContext(container)
+        let store = try #require(container.storesForTesting.first as? FileDictionaryStore)
+        let old = Trip(name: "expired")
+        context.insert(old)
+        try context.save()
+        let oldID = old.persistentModelID
+        store.expires = { (snapshot: DefaultSnapshot) in snapshot.persistentIdentifier == oldID }
+        context.insert(Trip(name: "new"))
+        try context.save()
+        #expect(old.isDeleted)
+        #expect((context.registeredModel(for: oldID) as Trip?) == nil)
+        #expect(try context.fetch(FetchDescriptor<Trip>()).map(\.name) == ["new"])
     }
 
     @Test func entityNamesAreTheClassNames() {

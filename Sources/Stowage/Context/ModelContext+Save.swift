@@ -13,7 +13,7 @@ extension ModelContext {
     public func save() throws {
         applyPendingMerges()
         guard hasChanges else { return }
-        let deletions = try resolveDeleteRules()
+        var deletions = try resolveDeleteRules()
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
 
         // Snapshots grouped by store.
@@ -81,6 +81,10 @@ extension ModelContext {
                         newIdentifiers[position] = remapped[insertedOrder[position]] ?? insertedOrder[position]
                     }
                 }
+            }
+            // Records the store deleted on its own count as deleted here too.
+            for id in result.deletedIdentifiers where deletions[id] == nil {
+                if let model = lookUp(id) { deletions[id] = model }
             }
             if reregister.isEmpty {
                 reregister = result.snapshotsToReregister

@@ -176,6 +176,7 @@ public final class ModelContext {
         self.ownContainer = container
         link.context = self
         core.contexts.add(link)
+        for store in core.stores { store.initializeState(for: editingState) }
     }
 
     /// Creates `container`'s main context, which does not keep `container`.
@@ -185,10 +186,13 @@ public final class ModelContext {
         self.mainContainer = container
         link.context = self
         core.contexts.add(link)
+        for store in core.stores { store.initializeState(for: editingState) }
     }
 
     deinit {
         core.contexts.remove(link)
+        let state = EditingState(id: editingID, author: author)
+        for store in core.stores { store.invalidateState(for: state) }
     }
 
     /// What the models registered here hold to find their context: one weak reference for
