@@ -5,7 +5,8 @@ import Stowage
 /// dictionary of snapshots kept in one file with `JSONEncoder`, which leaves filtering and
 /// sorting to the context (`preferInMemoryFilter`, `preferInMemorySort`). Only the windows
 /// of unfiltered, unsorted fetches are its own. The conformance suite runs on it, so that
-/// the public protocol is proved by a store that is not Stowage's.
+/// the public protocol is proved by a store that is not Stowage's. Its primary keys are
+/// strings, so identifiers with keys other than integers are proved by the same suite.
 public final class FileDictionaryStore: DataStore, @unchecked Sendable {
     // @unchecked Sendable: every access to the file goes through `lock`.
     public typealias Configuration = FileDictionaryStoreConfiguration
@@ -90,8 +91,14 @@ public final class FileDictionaryStore: DataStore, @unchecked Sendable {
                     remapped[snapshot.persistentIdentifier] = existing
                     continue
                 }
-                let id = PersistentIdentifier.permanent(
-                    entityName: name, storeIdentifier: identifier, primaryKey: contents.nextKey)
+                // String keys, as many app stores have: they travel as keyed identifiers.
+                // Zero-padded, so that the file's order is the order of insertion.
+                let key =
+                    "\(name.lowercased())-"
+                    + String(String(contents.nextKey).reversed()).padding(
+                        toLength: 12, withPad: "0", startingAt: 0
+                    ).reversed()
+                let id = try PersistentIdentifier.identifier(for: identifier, entityName: name, primaryKey: key)
                 contents.nextKey += 1
                 remapped[snapshot.persistentIdentifier] = id
                 inserted.append((id, snapshot))

@@ -116,6 +116,52 @@ import Testing
         #expect(try context.fetch(FetchDescriptor<Trip>()).map(\.name) == ["new"])
     }
 
+    @Test func identifiersTakeIntegerPrimaryKeysAsTheyAre() throws {
+        let id = try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: 42)
+        #expect(id == .permanent(entityName: "Trip", storeIdentifier: "store", primaryKey: 42))
+        #expect(id.primaryKey == 42 && id.entityName == "Trip" && id.storeIdentifier == "store")
+        #expect(id.primaryKey(as: Int.self) == 42)
+        #expect(try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: UInt8(42)) == id)
+    }
+
+    /// A key of another type (Apple's own sample store keys records by `UUID`) makes an
+    /// identifier that is equal only to one made from an equal key, reads its key back, and
+    /// survives a round trip through JSON, as if sent to another process.
+    @Test func identifiersTakeKeysOfAnyCodableType() throws {
+        struct Compound: Codable, Hashable {
+            var region: String
+            var number: Int
+        }
+        let uuid = UUID()
+        let byUUID = try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: uuid)
+        #expect(try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: uuid) == byUUID)
+        #expect(try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: UUID()) != byUUID)
+        #expect(try PersistentIdentifier.identifier(for: "other", entityName: "Trip", primaryKey: uuid) != byUUID)
+        #expect(try PersistentIdentifier.identifier(for: "store", entityName: "Stop", primaryKey: uuid) != byUUID)
+        #expect(byUUID.primaryKey == nil && !byUUID.isTemporary)
+        #expect(byUUID.primaryKey(as: UUID.self) == uuid)
+        #expect(byUUID.primaryKey(as: Int.self) == nil)
+
+        let lisbon = try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: "lisbon")
+        let porto = try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: "porto")
+        #expect(lisbon < porto && !(porto < lisbon))
+        #expect(lisbon != (try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: 7)))
+        let big = try PersistentIdentifier.identifier(for: "store", entityName: "Trip", primaryKey: UInt64.max)
+        #expect(big.primaryKey == nil && big.primaryKey(as: UInt64.self) == UInt64.max)
+
+        let compound = try PersistentIdentifier.identifier(
+            for: "store", entityName: "Trip", primaryKey: Compound(region: "eu", number: 3))
+        #expect(compound.primaryKey(as: Compound.self) == Compound(region: "eu", number: 3))
+        #expect(compound.description == #"Trip/k{"number":3,"region":"eu"}@store"#)
+
+        for id in [byUUID, lisbon, big, compound] {
+            let decoded = try JSONDecoder().decode(PersistentIdentifier.self, from: JSONEncoder().encode(id))
+            #expect(decoded == id && decoded.hashValue == id.hashValue)
+        }
+        let set: Set = [byUUID, lisbon, porto, big, compound, lisbon]
+        #expect(set.count == 5)
+    }
+
     @Test func entityNamesAreTheClassNames() {
         #expect(Schema.entityName(for: Trip.self) == "Trip")
         #expect(Schema.entityName(for: Item.self) == "Item")

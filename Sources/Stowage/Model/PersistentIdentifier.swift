@@ -14,6 +14,9 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
         case temporary(UInt64)
         /// A store's primary key for the record.
         case permanent(Int64)
+        /// A custom store's primary key of a type other than an integer (a `UUID`, a
+        /// `String`), as its JSON encoding. Stowage's own stores use ``permanent(_:)``.
+        case keyed(String)
     }
 
     /// The entity, the store and the kind of key, shared by every identifier that has them.
@@ -30,7 +33,11 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
     public var storeIdentifier: String? { scope.storeIdentifier }
     /// The key itself.
     public var storage: Storage {
-        scope.isTemporary ? .temporary(UInt64(bitPattern: raw)) : .permanent(raw)
+        switch scope.kind {
+        case .temporary: .temporary(UInt64(bitPattern: raw))
+        case .integer: .permanent(raw)
+        case .keyed: .keyed(scope.encodedKey(raw))
+        }
     }
 
     /// Creates an identifier. Stores call this with their own primary keys.
@@ -44,6 +51,9 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
             self.init(
                 scope: .interned(entityName: entityName, storeIdentifier: storeIdentifier, isTemporary: false),
                 raw: key)
+        case .keyed(let encoded):
+            let scope = IdentifierScope.interned(entityName: entityName, storeIdentifier: storeIdentifier, kind: .keyed)
+            self.init(scope: scope, raw: scope.number(forEncodedKey: encoded))
         }
     }
 
@@ -76,10 +86,25 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
     }
 
     /// Whether the identifier is temporary (the model has not been saved yet).
-    public var isTemporary: Bool { scope.isTemporary }
+    public var isTemporary: Bool { scope.kind == .temporary }
 
-    /// The store's primary key, or `nil` for a temporary identifier.
-    public var primaryKey: Int64? { scope.isTemporary ? nil : raw }
+    /// The store's integer primary key, or `nil` for a temporary identifier or one whose key
+    /// is of another type (see ``primaryKey(as:)``).
+    public var primaryKey: Int64? { scope.kind == .integer ? raw : nil }
+
+    /// The primary key a store gave ``identifier(for:entityName:primaryKey:)``, decoded as
+    /// `type`, or `nil` for a temporary identifier or a key of another type. Stowage's own:
+    /// SwiftData has no public way back from an identifier to its key.
+    public func primaryKey<T: Decodable>(as type: T.Type) -> T? {
+        switch scope.kind {
+        case .temporary: return nil
+        case .integer:
+            if let value = raw as? T { return value }
+            return try? JSONDecoder().decode(T.self, from: Data(String(raw).utf8))
+        case .keyed:
+            return try? JSONDecoder().decode(T.self, from: Data(scope.encodedKey(raw).utf8))
+        }
+    }
 
     private static let counter = Atomic<UInt64>(1)
 
@@ -91,7 +116,7 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
 
     /// A new temporary identifier for a model of `entityName`.
     static func temporary(entityName: String) -> PersistentIdentifier {
-        temporary(in: .interned(entityName: entityName, storeIdentifier: nil, isTemporary: true))
+        temporary(in: .interned(entityName: entityName, storeIdentifier: nil, kind: .temporary))
     }
 
     /// A permanent identifier in the store `storeIdentifier`.
@@ -103,6 +128,37 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
             primaryKey: primaryKey)
     }
 
+    /// The permanent identifier of the record with `primaryKey` of `entityName` in the store
+    /// `storeIdentifier`: how a custom store names the records it hands a context
+    /// (SwiftData's `identifier(for:entityName:primaryKey:)`). The key may be any `Codable`
+    /// and `Hashable` value: an integer, a `UUID`, a `String`, a struct of several parts.
+    ///
+    /// An integer key that fits in `Int64` is carried as it is. Any other key is carried as
+    /// its JSON encoding (with sorted keys), which is what makes two identifiers equal and
+    /// what the identifier's `Codable` form writes, so it survives a round trip through
+    /// another process. Where Stowage differs: SwiftData requires the key to be `Comparable`
+    /// and `CustomStringConvertible` too; Stowage asks for less, so every key SwiftData
+    /// takes is taken here. Identifiers of such keys order by their encoded key. Each
+    /// distinct key is remembered for the life of the process (about its encoded length plus
+    /// 40 bytes), as a table from keys to the 64-bit numbers identifiers hold.
+    public static func identifier<T: Codable & Hashable>(
+        for storeIdentifier: String, entityName: String, primaryKey: T
+    ) throws -> PersistentIdentifier {
+        if let integer = primaryKey as? any BinaryInteger, let key = Int64(exactly: integer) {
+            return permanent(entityName: entityName, storeIdentifier: storeIdentifier, primaryKey: key)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let encoded: String
+        do {
+            encoded = String(decoding: try encoder.encode(primaryKey), as: UTF8.self)
+        } catch {
+            throw DataStoreError(
+                .unsupportedFeature, "the primary key \(primaryKey) of \(entityName) could not be encoded: \(error)")
+        }
+        return PersistentIdentifier(entityName: entityName, storeIdentifier: storeIdentifier, storage: .keyed(encoded))
+    }
+
     /// Orders by store, then entity, then key; temporary identifiers sort after permanent ones.
     public static func < (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {
         if lhs.scope !== rhs.scope {
@@ -110,7 +166,10 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
                 return (lhs.storeIdentifier ?? "\u{10FFFF}") < (rhs.storeIdentifier ?? "\u{10FFFF}")
             }
             if lhs.entityName != rhs.entityName { return lhs.entityName < rhs.entityName }
-            if lhs.isTemporary != rhs.isTemporary { return !lhs.isTemporary }
+            if lhs.scope.kind != rhs.scope.kind { return lhs.scope.kind < rhs.scope.kind }
+        }
+        if lhs.scope.kind == .keyed {
+            return lhs.scope.encodedKey(lhs.raw).utf8.lexicographicallyPrecedes(rhs.scope.encodedKey(rhs.raw).utf8)
         }
         return lhs.isTemporary ? UInt64(bitPattern: lhs.raw) < UInt64(bitPattern: rhs.raw) : lhs.raw < rhs.raw
     }
@@ -154,27 +213,61 @@ struct StoreNumber: Hashable {
     func _rawHashValue(seed: Int) -> Int { keyHash(UInt64(bitPattern: value), seed: seed) }
 }
 
-/// The part of an identifier that many identifiers share: an entity, a store, and whether
-/// the key is temporary. Each distinct one is made once and lives for the process, so an
-/// identifier refers to it without reference counting.
+/// The part of an identifier that many identifiers share: an entity, a store, and the kind
+/// of key. Each distinct one is made once and lives for the process, so an identifier refers
+/// to it without reference counting.
 final class IdentifierScope: Sendable {
+    /// What an identifier's 64-bit number means.
+    enum Kind: Int, Comparable, Sendable {
+        /// A store's integer primary key.
+        case integer
+        /// A custom store's key of another type, numbered in the scope's table of keys.
+        case keyed
+        /// A temporary counter's value.
+        case temporary
+
+        static func < (lhs: Kind, rhs: Kind) -> Bool { lhs.rawValue < rhs.rawValue }
+    }
+
     let entityName: String
     let storeIdentifier: String?
-    let isTemporary: Bool
+    let kind: Kind
+    var isTemporary: Bool { kind == .temporary }
     /// A number unique to the scope, mixed into identifiers' hashes.
     let serial: Int
 
-    private init(entityName: String, storeIdentifier: String?, isTemporary: Bool, serial: Int) {
+    /// For a keyed scope: each encoded key's number, and the keys by number.
+    private let keys = Mutex<(numbers: [String: Int64], encoded: [String])>(([:], []))
+
+    private init(entityName: String, storeIdentifier: String?, kind: Kind, serial: Int) {
         self.entityName = entityName
         self.storeIdentifier = storeIdentifier
-        self.isTemporary = isTemporary
+        self.kind = kind
         self.serial = serial
+    }
+
+    /// The number of an encoded key in this keyed scope, assigned on first use.
+    func number(forEncodedKey key: String) -> Int64 {
+        keys.withLock { table in
+            if let number = table.numbers[key] { return number }
+            let number = Int64(table.encoded.count)
+            table.numbers[key] = number
+            table.encoded.append(key)
+            return number
+        }
+    }
+
+    /// The encoded key with `number` in this keyed scope.
+    func encodedKey(_ number: Int64) -> String {
+        keys.withLock { table in
+            table.encoded.indices.contains(Int(number)) ? table.encoded[Int(number)] : "null"
+        }
     }
 
     private struct Key: Hashable {
         let entityName: String
         let storeIdentifier: String?
-        let isTemporary: Bool
+        let kind: Kind
     }
 
     /// Every scope made so far. It only grows: a process names few entities and opens few
@@ -183,16 +276,20 @@ final class IdentifierScope: Sendable {
 
     /// The one scope with these parts, made on first use. Takes a lock; callers on hot paths
     /// look their scope up once and keep it.
-    static func interned(entityName: String, storeIdentifier: String?, isTemporary: Bool) -> IdentifierScope {
-        let key = Key(entityName: entityName, storeIdentifier: storeIdentifier, isTemporary: isTemporary)
+    static func interned(entityName: String, storeIdentifier: String?, kind: Kind) -> IdentifierScope {
+        let key = Key(entityName: entityName, storeIdentifier: storeIdentifier, kind: kind)
         return all.withLock { scopes in
             if let scope = scopes[key] { return scope }
             let scope = IdentifierScope(
-                entityName: entityName, storeIdentifier: storeIdentifier, isTemporary: isTemporary,
-                serial: scopes.count + 1)
+                entityName: entityName, storeIdentifier: storeIdentifier, kind: kind, serial: scopes.count + 1)
             scopes[key] = scope
             return scope
         }
+    }
+
+    /// The one integer-keyed or temporary scope with these parts.
+    static func interned(entityName: String, storeIdentifier: String?, isTemporary: Bool) -> IdentifierScope {
+        interned(entityName: entityName, storeIdentifier: storeIdentifier, kind: isTemporary ? .temporary : .integer)
     }
 }
 
@@ -201,6 +298,7 @@ extension PersistentIdentifier: CustomStringConvertible {
         switch storage {
         case .temporary(let n): "\(entityName)/t\(n)"
         case .permanent(let k): "\(entityName)/p\(k)@\(storeIdentifier ?? "?")"
+        case .keyed(let k): "\(entityName)/k\(k)@\(storeIdentifier ?? "?")"
         }
     }
 }

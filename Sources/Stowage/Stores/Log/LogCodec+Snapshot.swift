@@ -159,6 +159,11 @@ extension LogCodec {
                 case .permanent(let key):
                     w.u8(1)
                     w.zigzag(key)
+                case .keyed:
+                    throw DataStoreError(
+                        .unsupportedFeature,
+                        "\(id) is a record of a custom store with a non-integer key; the log store can refer "
+                            + "only to records with integer keys")
                 }
             }
         }
