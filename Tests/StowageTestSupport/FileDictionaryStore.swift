@@ -7,7 +7,7 @@ import Stowage
 /// of unfiltered, unsorted fetches are its own. The conformance suite runs on it, so that
 /// the public protocol is proved by a store that is not Stowage's. Its primary keys are
 /// strings, so identifiers with keys other than integers are proved by the same suite.
-public final class FileDictionaryStore: DataStore, @unchecked Sendable {
+public final class FileDictionaryStore: DataStoreBatching, @unchecked Sendable {
     // @unchecked Sendable: every access to the file goes through `lock`.
     public typealias Configuration = FileDictionaryStoreConfiguration
     public typealias Snapshot = DefaultSnapshot
@@ -130,6 +130,30 @@ public final class FileDictionaryStore: DataStore, @unchecked Sendable {
                 deletedIdentifiers: expired)
         }
     }
+
+    /// Deletes the records of the request's entity that its predicate matches, evaluated
+    /// with Stowage's `QueryEvaluator` on the compiled query. Counts the batches it was
+    /// asked for (``batchDeletes``), so tests can tell a batch from a delete of loaded models.
+    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
+        try lock.withLock {
+            _batchDeletes += 1
+            var contents = try load()
+            var evaluator = QueryEvaluator(resolve: { contents.records[$0] })
+            for (id, snapshot) in contents.records where id.entityName == request.query.entity.name {
+                if let predicate = request.query.predicate,
+                    try !evaluator.matches(snapshot, predicate, root: request.query.rootVariable)
+                {
+                    continue
+                }
+                contents.records[id] = nil
+            }
+            try write(contents)
+        }
+    }
+
+    private var _batchDeletes = 0
+    /// How many batch deletes the store was asked for.
+    public var batchDeletes: Int { lock.withLock { _batchDeletes } }
 
     /// The stored (or earlier inserted) record that `snapshot` collides with on one of its
     /// entity's uniqueness constraints; with `.fail`, the collision throws instead.

@@ -166,15 +166,65 @@ extension ModelContext {
 
     /// Deletes every model of `model` that matches `predicate` (all of them when `nil`),
     /// at the next save. Delete rules apply as for ``delete(_:)``.
+    ///
+    /// When the store can delete in a batch (``DataStoreBatching``), no relationship
+    /// touches the entity, and this context has no unsaved changes to it, the records are
+    /// not loaded: the next save deletes what matches the predicate then, among the records
+    /// stored before it (with Stowage's own stores, inside the save's one atomic commit),
+    /// and fetches until then leave those records out. Models of them that this context
+    /// holds are marked deleted when the save is done, and the save's notification lists
+    /// them all. Otherwise the matching models are loaded and deleted one by one.
+    ///
+    /// `includeSubclasses` is accepted for SwiftData's sake; Stowage has no model
+    /// inheritance yet, so there are no subclasses to include.
     /// - Throws: as ``fetch(_:)``.
     public func delete<T: PersistentModel>(
         model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true
     ) throws {
         var descriptor = FetchDescriptor<T>(predicate: predicate)
         descriptor.includePendingChanges = true
+        let (entity, store) = try route(T.self)
+        if let batching = store as? any DataStoreBatching, !hasPendingChanges(forEntity: entity.name),
+            !isTouchedByRelationships(entity)
+        {
+            let query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
+            let request = DataStoreBatchDeleteRequest<T>(
+                editingState: editingState, includeSubclasses: includeSubclasses, predicate: predicate, query: query)
+            let storeFetch: PendingBatchDelete.StoreFetch = { store, editingState, query in
+                try store.fetch(
+                    DataStoreFetchRequest(
+                        descriptor: descriptor.matching(query), editingState: editingState, query: query)
+                ).fetchedSnapshots
+            }
+            pendingBatchDeletes.append(
+                PendingBatchDelete(entityName: entity.name, query: query, storeFetch: storeFetch) {
+                    try batching.delete(request)
+                })
+            changeCount &+= 1
+            scheduleAutosave()
+            return
+        }
         for found in try fetch(descriptor) {
             delete(found)
         }
+    }
+
+    /// Whether the entity has relationships, or is the destination of one: then deleting
+    /// its records has delete rules or inverses to apply, which only loaded models can.
+    func isTouchedByRelationships(_ entity: Schema.Entity) -> Bool {
+        if !entity.relationships.isEmpty { return true }
+        return core.schema.entities.contains { other in
+            other.relationships.contains { $0.relationship?.destination == entity.name }
+        }
+    }
+
+    /// Whether a pending batch delete takes the stored record `snapshot`.
+    func isBatchDeleted(_ snapshot: DefaultSnapshot, evaluator: inout QueryEvaluator) throws -> Bool {
+        for batch in pendingBatchDeletes where batch.entityName == snapshot.persistentIdentifier.entityName {
+            guard let predicate = batch.query.predicate else { return true }
+            if try evaluator.matches(snapshot, predicate, root: batch.query.rootVariable) { return true }
+        }
+        return false
     }
 
     func makeRequest<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws
@@ -201,6 +251,7 @@ extension ModelContext {
         guard hasChanges else { return false }
         return insertedOrder.contains { $0.entityName == name } || changedOrder.contains { $0.entityName == name }
             || deletedOrder.contains { $0.entityName == name }
+            || pendingBatchDeletes.contains { $0.entityName == name }
     }
 
     /// The snapshots a fetch returns, merged with this context's unsaved changes when the
@@ -241,9 +292,6 @@ extension ModelContext {
         for id in changedOrder where id.entityName == query.entity.name {
             if let model = changedModels[id] { pending[id] = try model.persistentBackingData.snapshot() }
         }
-        var merged = stored.filter {
-            pending[$0.persistentIdentifier] == nil && deletedModels[$0.persistentIdentifier] == nil
-        }
         var evaluator = QueryEvaluator(resolve: { [unowned self] id in
             if let model = self.lookUp(id), self.hasPendingChanges(id) {
                 return try? model.persistentBackingData.snapshot()
@@ -251,6 +299,12 @@ extension ModelContext {
             if self.deletedModels[id] != nil { return nil }
             return try? core.store(for: id.entityName).snapshots(for: [id])[id]
         })
+        var merged = stored.filter {
+            pending[$0.persistentIdentifier] == nil && deletedModels[$0.persistentIdentifier] == nil
+        }
+        if pendingBatchDeletes.contains(where: { $0.entityName == query.entity.name }) {
+            merged = try merged.filter { try !isBatchDeleted($0, evaluator: &evaluator) }
+        }
         let order = insertedOrder + changedOrder
         for id in order {
             guard let snapshot = pending[id] else { continue }
@@ -298,4 +352,18 @@ extension ModelContext {
             }
         }
     }
+}
+
+/// A delete by predicate that waits for the next save (``ModelContext/delete(model:where:includeSubclasses:)``).
+struct PendingBatchDelete {
+    /// The entity whose records it deletes.
+    let entityName: String
+    /// Which of them.
+    let query: FetchQuery
+    typealias StoreFetch = (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [DefaultSnapshot]
+    /// Fetches the records `query` matches from a store that is not Stowage's own, so the
+    /// save knows which it deletes.
+    let storeFetch: StoreFetch
+    /// Asks a store that is not Stowage's own to delete them (``DataStoreBatching/delete(_:)``).
+    let perform: () throws -> Void
 }

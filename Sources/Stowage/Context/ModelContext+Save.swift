@@ -51,7 +51,16 @@ extension ModelContext {
         for (id, model) in deletions where !id.isTemporary {
             deleted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
         }
-        for index in Set(inserted.keys).union(updated.keys).union(deleted.keys) {
+        // Deletes by predicate: Stowage's own stores resolve them inside the save; any other
+        // store is asked for the matching identifiers, then to delete them, before its save.
+        var batches: [Int: [PendingBatchDelete]] = [:]
+        for batch in pendingBatchDeletes {
+            guard let index = core.storeForEntity[batch.entityName] else {
+                throw SwiftDataError(.unknownModelType, "\(batch.entityName) is not in the container's schema")
+            }
+            batches[index, default: []].append(batch)
+        }
+        for index in Set(inserted.keys).union(updated.keys).union(deleted.keys).union(batches.keys) {
             if let configuration = core.configurations[index] as? ModelConfiguration, !configuration.allowsSave {
                 throw DataStoreError(
                     .unsupportedFeature, "the configuration \"\(configuration.name)\" does not allow saves")
@@ -61,11 +70,32 @@ extension ModelContext {
         // Each inserted model's identifier after the save, by its position in `insertedOrder`.
         var newIdentifiers = insertedOrder
         var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
-        for index in Set(inserted.keys).union(updated.keys).union(deleted.keys).sorted() {
-            let request = DataStoreSaveChangesRequest<DefaultSnapshot>(
+        // Records deleted without a model here: by a batch, or by the store on its own.
+        var storeDeleted: [PersistentIdentifier] = []
+        for index in Set(inserted.keys).union(updated.keys).union(deleted.keys).union(batches.keys).sorted() {
+            let store = core.stores[index]
+            var request = DataStoreSaveChangesRequest<DefaultSnapshot>(
                 editingState: editingState, inserted: inserted[index] ?? [], updated: updated[index] ?? [],
                 deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
-            let result = try core.stores[index].save(request)
+            if let pending = batches[index] {
+                if store is any SnapshotTableStore {
+                    request.batchDeletes = pending.map(\.query)
+                } else {
+                    for batch in pending {
+                        for snapshot in try storeSnapshots(store, batch.query, batch.storeFetch)
+                        where deletions[snapshot.persistentIdentifier] == nil {
+                            let id = snapshot.persistentIdentifier
+                            if let model = lookUp(id) { deletions[id] = model } else { storeDeleted.append(id) }
+                        }
+                        try batch.perform()
+                    }
+                }
+            }
+            guard
+                !request.inserted.isEmpty || !request.updated.isEmpty || !request.deleted.isEmpty
+                    || !request.batchDeletes.isEmpty
+            else { continue }
+            let result = try store.save(request)
             if !request.inserted.isEmpty {
                 let positions = insertPositions[index] ?? []
                 if let ids = result.insertedIdentifiers {
@@ -84,7 +114,7 @@ extension ModelContext {
             }
             // Records the store deleted on its own count as deleted here too.
             for id in result.deletedIdentifiers where deletions[id] == nil {
-                if let model = lookUp(id) { deletions[id] = model }
+                if let model = lookUp(id) { deletions[id] = model } else { storeDeleted.append(id) }
             }
             if reregister.isEmpty {
                 reregister = result.snapshotsToReregister
@@ -98,7 +128,8 @@ extension ModelContext {
         updated = [:]
         deleted = [:]
         insertPositions = [:]
-        finishSave(deletions: deletions, newIdentifiers: newIdentifiers, reregister: reregister)
+        finishSave(
+            deletions: deletions, newIdentifiers: newIdentifiers, reregister: reregister, storeDeleted: storeDeleted)
     }
 
     /// Works out every model the save deletes, and applies `.nullify`, before anything is
@@ -154,8 +185,9 @@ extension ModelContext {
 
     func finishSave(
         deletions: [PersistentIdentifier: any PersistentModel], newIdentifiers: [PersistentIdentifier],
-        reregister: [PersistentIdentifier: DefaultSnapshot]
+        reregister: [PersistentIdentifier: DefaultSnapshot], storeDeleted: [PersistentIdentifier] = []
     ) {
+        pendingBatchDeletes = []
         let insertedModels = insertedModels
         let updatedIDs = changedOrder
         // The lists of inserted identifiers go before the identity map is built, and the
@@ -215,7 +247,8 @@ extension ModelContext {
         deletedOrder = []
         deletedModels = [:]
         withExtendedLifetime(released) {}
-        let deletedIDs = deletions.keys.filter { !$0.isTemporary }
+        var deletedIDs = deletions.keys.filter { !$0.isTemporary }
+        deletedIDs.append(contentsOf: storeDeleted)
         // Other contexts bring in what this save changed of records that existed before it:
         // updates, deletes, and the records that upserts landed on. A lone context skips
         // this with one atomic load.

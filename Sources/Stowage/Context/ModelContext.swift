@@ -123,6 +123,9 @@ public final class ModelContext {
     /// insert leaves the lists (which moves the positions after it).
     var insertedPositions: [PersistentIdentifier: Int]?
     @exclusivity(unchecked) var changedOrder: [PersistentIdentifier] = []
+    /// Deletes by predicate that the next save makes without loading the records
+    /// (``delete(model:where:includeSubclasses:)``), in the order they were asked for.
+    @exclusivity(unchecked) var pendingBatchDeletes: [PendingBatchDelete] = []
     /// Counts models newly changed or deleted, so that `enumerate` can tell whether its
     /// block changed anything.
     @exclusivity(unchecked) var changeCount = 0
@@ -223,7 +226,9 @@ public final class ModelContext {
     // MARK: Change state
 
     /// Whether there are unsaved inserts, changes or deletes.
-    public var hasChanges: Bool { !insertedOrder.isEmpty || !changedOrder.isEmpty || !deletedOrder.isEmpty }
+    public var hasChanges: Bool {
+        !insertedOrder.isEmpty || !changedOrder.isEmpty || !deletedOrder.isEmpty || !pendingBatchDeletes.isEmpty
+    }
 
     /// Models inserted since the last save.
     public var insertedModelsArray: [any PersistentModel] { insertedModels }
@@ -406,6 +411,7 @@ public final class ModelContext {
         changedModels = [:]
         deletedOrder = []
         deletedModels = [:]
+        pendingBatchDeletes = []
         withExtendedLifetime(released) {}
         // Rollback cannot throw (as in SwiftData): when the records cannot be read back, the
         // models keep their current values.

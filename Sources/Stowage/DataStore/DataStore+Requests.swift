@@ -71,6 +71,12 @@ public struct DataStoreSaveChangesRequest<SnapshotType: DataStoreSnapshot>: Send
     public let deleted: [SnapshotType]
     /// What to do when an insert collides with a unique constraint. Stowage's addition.
     public let uniquenessPolicy: UniquenessPolicy
+    /// Queries whose stored records the save also deletes, from
+    /// ``ModelContext/delete(model:where:includeSubclasses:)``: Stowage's own stores resolve
+    /// them inside the save, against the records as they were before it, so that the
+    /// deletes are part of the one atomic commit. Only a ``SnapshotTable`` reads them; the
+    /// context resolves them itself for any other store.
+    var batchDeletes: [FetchQuery] = []
 
     public init(
         editingState: EditingState, inserted: [SnapshotType], updated: [SnapshotType],
@@ -81,6 +87,15 @@ public struct DataStoreSaveChangesRequest<SnapshotType: DataStoreSnapshot>: Send
         self.updated = updated
         self.deleted = deleted
         self.uniquenessPolicy = uniquenessPolicy
+    }
+}
+
+extension DataStoreSaveChangesRequest where SnapshotType == DefaultSnapshot {
+    /// A save that changes nothing but deletes the records `request` matches.
+    static func batchDelete<T>(_ request: DataStoreBatchDeleteRequest<T>) -> Self {
+        var save = Self(editingState: request.editingState, inserted: [], updated: [], deleted: [])
+        save.batchDeletes = [request.query]
+        return save
     }
 }
 
@@ -143,9 +158,23 @@ public final class DataStoreSaveChangesResult<T: DataStoreSnapshot>: Sendable {
     }
 }
 
-/// A batch delete: every record of `T` that matches the predicate.
+/// A batch delete: every record of `T` that matches the predicate, as a context hands it
+/// to a ``DataStoreBatching`` store.
 public struct DataStoreBatchDeleteRequest<T: PersistentModel>: @unchecked Sendable {
     // @unchecked Sendable: see DataStoreFetchRequest.
+    /// The context making the request.
     public let editingState: EditingState
+    /// Whether records of `T`'s subclasses go too.
+    public let includeSubclasses: Bool
+    /// The records to delete; `nil` deletes every record of `T`.
+    public let predicate: Predicate<T>?
+    /// The predicate compiled against the store's schema, ready to evaluate. Stowage's own.
     public let query: FetchQuery
+
+    init(editingState: EditingState, includeSubclasses: Bool, predicate: Predicate<T>?, query: FetchQuery) {
+        self.editingState = editingState
+        self.includeSubclasses = includeSubclasses
+        self.predicate = predicate
+        self.query = query
+    }
 }

@@ -224,11 +224,17 @@ extension DataStoreConfiguration {
     }
 }
 
-/// A store that can delete many records without materialising them.
+/// A store that can delete many records without a context loading them.
+///
+/// ``ModelContext/delete(model:where:includeSubclasses:)`` calls ``delete(_:)`` at the next
+/// save, before it sends the save's other changes: two steps, so a store of your own is
+/// not asked to make them one. Stowage's own stores conform, and do more for their
+/// contexts: the batch is part of the save's one atomic commit.
 public protocol DataStoreBatching: DataStore {
-    /// Deletes every record that matches the request, atomically.
-    /// - Returns: The identifiers deleted.
-    func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier]
+    /// Deletes every record that matches the request, atomically. Delete rules are not the
+    /// store's to apply: a context uses a batch only for entities that no relationship
+    /// touches.
+    func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws
 }
 
 /// Whose view of the data a request comes from.

@@ -9,6 +9,12 @@ extension SnapshotTable {
     /// - Throws: ``SwiftDataError`` `.uniqueConstraintViolation`, `.unknownModelType` or
     ///   `.modelValidationFailure`; the source's error when a replaced record cannot be read.
     public func prepare(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> PreparedSave {
+        if !request.batchDeletes.isEmpty {
+            let (resolved, doomed) = try resolvingBatchDeletes(request)
+            var prepared = try prepare(resolved)
+            prepared.batchDeleted = doomed
+            return prepared
+        }
         var prepared = PreparedSave()
         var nextKey = nextPrimaryKey
         // What this save does to each entity so far: the keys it deletes, and the unique
@@ -353,5 +359,30 @@ final class PrepareState {
         self.rows = records?.rows ?? RowDirectory()
         self.uniqueIndexes = records.map { records in records.uniqueIndex.map { records.indexes[$0] } } ?? []
         self.scope = scope
+    }
+}
+
+extension SnapshotTable {
+    /// `request` with the stored records its batch deletes match added to its deletes (and
+    /// taken out of its updates), and those records' identifiers. The queries see the table
+    /// as it is before the save, so a record the same save inserts is not deleted.
+    func resolvingBatchDeletes(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws
+        -> (DataStoreSaveChangesRequest<DefaultSnapshot>, [PersistentIdentifier])
+    {
+        var deleted = request.deleted
+        var already = Set(deleted.lazy.map(\.persistentIdentifier))
+        var doomed: [PersistentIdentifier] = []
+        for query in request.batchDeletes {
+            for snapshot in try fetch(query) where already.insert(snapshot.persistentIdentifier).inserted {
+                deleted.append(snapshot)
+                doomed.append(snapshot.persistentIdentifier)
+            }
+        }
+        let updated =
+            doomed.isEmpty ? request.updated : request.updated.filter { !already.contains($0.persistentIdentifier) }
+        let resolved = DataStoreSaveChangesRequest(
+            editingState: request.editingState, inserted: request.inserted, updated: updated, deleted: deleted,
+            uniquenessPolicy: request.uniquenessPolicy)
+        return (resolved, doomed)
     }
 }

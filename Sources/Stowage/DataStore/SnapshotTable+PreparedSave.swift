@@ -26,8 +26,10 @@ extension SnapshotTable {
         {
             DataStoreSaveChangesResult(
                 for: storeIdentifier, request: request, insertedIdentifiers: insertedIdentifiers,
-                snapshotsToReregister: reregister)
+                snapshotsToReregister: reregister, deletedIdentifiers: batchDeleted)
         }
+        /// The records the request's batch deletes matched, which the save deletes too.
+        var batchDeleted: [PersistentIdentifier] = []
         /// Records an upsert changed, as stored.
         public internal(set) var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         /// The next primary key after this save.

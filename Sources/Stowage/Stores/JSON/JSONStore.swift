@@ -259,16 +259,8 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         return prepared.result(storeIdentifier: identifier, request: request)
     }
 
-    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
-        var doomed: [PersistentIdentifier] = []
-        _ = try change(author: request.editingState.author) { table in
-            let snapshots = try table.fetch(request.query)
-            doomed = snapshots.map(\.persistentIdentifier)
-            return try table.prepare(
-                DataStoreSaveChangesRequest<DefaultSnapshot>(
-                    editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
-        }
-        return doomed
+    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
+        _ = try save(.batchDelete(request))
     }
 
     /// Removes every record: the document is replaced by an empty one, atomically.

@@ -14,20 +14,8 @@ extension LogStore {
         return prepared.result(storeIdentifier: identifier, request: request)
     }
 
-    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
-        var doomed: [PersistentIdentifier] = []
-        let (_, ticket, compact) = try writer.withLock { w in
-            try commit(&w, author: request.editingState.author) { table in
-                let snapshots = try table.fetch(request.query)
-                doomed = snapshots.map(\.persistentIdentifier)
-                return try table.prepare(
-                    DataStoreSaveChangesRequest<DefaultSnapshot>(
-                        editingState: request.editingState, inserted: [], updated: [], deleted: snapshots))
-            }
-        }
-        defer { if compact { startAutomaticCompaction() } }
-        if let ticket { try waitUntilDurable(ticket) }
-        return doomed
+    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
+        _ = try save(.batchDelete(request))
     }
 
     /// Validates a save, appends its commit record and applies it to the table. Called with

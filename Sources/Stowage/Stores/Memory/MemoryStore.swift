@@ -39,16 +39,8 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         }
     }
 
-    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws -> [PersistentIdentifier] {
-        try table.withLock { table in
-            let doomed = try table.fetch(request.query)
-            let save = DataStoreSaveChangesRequest<DefaultSnapshot>(
-                editingState: request.editingState, inserted: [], updated: [], deleted: doomed)
-            let prepared = try table.prepare(save)
-            table.apply(prepared)
-            table.recordHistory(prepared, author: request.editingState.author)
-            return doomed.map(\.persistentIdentifier)
-        }
+    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
+        _ = try save(.batchDelete(request))
     }
 
     public func erase() throws {
