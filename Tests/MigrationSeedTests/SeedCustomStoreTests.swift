@@ -9,8 +9,9 @@ import Testing
 struct SeedCustomStoreTests {
     @Test func theSeedsStoreOpensSavesAndFetches() throws {
         let container = try Seed000CustomStore.open()
-        #expect(container.configurations.count == 1)
-        let configuration = try #require(container.configurations.first as? Seed000CustomStore.JSONStoreConfiguration)
+        #expect(container.dataStoreConfigurations.count == 1)
+        let configuration = try #require(
+            container.dataStoreConfigurations.first as? Seed000CustomStore.JSONStoreConfiguration)
         #expect(configuration.name == "JSONStore")
         #expect(configuration.fileURL.lastPathComponent == "data.json")
         #expect(

@@ -68,7 +68,7 @@ import Testing
         let container = try ModelContainer(
             for: schema, configurations: [FileDictionaryStoreConfiguration(name: "d", schema: schema, fileURL: url)])
         #expect(try ModelContext(container).fetch(FetchDescriptor<Trip>()).map(\.name) == ["Lisbon"])
-        #expect(container.configurations.first?.name == "d")
+        #expect(container.dataStoreConfigurations.first?.name == "d")
     }
 
     @Test func aConfigurationThatDoesNotValidateOpensNothing() throws {

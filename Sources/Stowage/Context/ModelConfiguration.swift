@@ -11,15 +11,29 @@ import Foundation
 public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     public typealias Store = LogStore
 
-    /// An app-group container. Accepted for source compatibility; ignored on Linux.
+    /// An app-group container: on Apple platforms, a directory that apps of one group
+    /// share. Linux has no app groups; Stowage maps `.identifier(id)` to the directory
+    /// `id` in ``defaultDirectory``, which every process of the same user that names the
+    /// group shares. `.automatic` and `.none` use ``defaultDirectory`` itself.
     public struct GroupContainer: Hashable, Sendable {
         let value: String
-        public static let automatic = GroupContainer(value: "automatic")
-        public static let none = GroupContainer(value: "none")
-        public static func identifier(_ id: String) -> GroupContainer { GroupContainer(value: id) }
+        let isIdentifier: Bool
+        public static let automatic = GroupContainer(value: "automatic", isIdentifier: false)
+        public static let none = GroupContainer(value: "none", isIdentifier: false)
+        public static func identifier(_ id: String) -> GroupContainer { GroupContainer(value: id, isIdentifier: true) }
+
+        /// The directory that stores of this group live in.
+        var directory: URL {
+            guard isIdentifier, !value.isEmpty else { return ModelConfiguration.defaultDirectory }
+            // A group's name is one path component: slashes and a leading dot would leave it.
+            let component = value.replacingOccurrences(of: "/", with: "_")
+            return ModelConfiguration.defaultDirectory.appendingPathComponent(
+                component.hasPrefix(".") ? "_" + component : component, isDirectory: true)
+        }
     }
 
-    /// A CloudKit database. Accepted for source compatibility; ignored on Linux.
+    /// A CloudKit database. Accepted for source compatibility, and has no effect: Linux has
+    /// no CloudKit, and a store with `.automatic` or `.private(_:)` stays on this machine.
     public struct CloudKitDatabase: Hashable, Sendable {
         let value: String
         public static let automatic = CloudKitDatabase(value: "automatic")
@@ -42,6 +56,19 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     public let cloudKitDatabase: CloudKitDatabase
 
     /// A configuration for the default store, or an in-memory one.
+    public init(isStoredInMemoryOnly: Bool = false) {
+        self.init(nil, schema: nil, isStoredInMemoryOnly: isStoredInMemoryOnly)
+    }
+
+    /// A configuration for the default store, or an in-memory one, that holds `forTypes`
+    /// (and the types they reach). In a container of several configurations, these entities
+    /// go to this configuration's store.
+    public init(for forTypes: any PersistentModel.Type..., isStoredInMemoryOnly: Bool = false) {
+        self.init(schema: Schema(forTypes), isStoredInMemoryOnly: isStoredInMemoryOnly)
+    }
+
+    /// A configuration for the default store, or an in-memory one. The store lives at
+    /// `<name>.store` in the group's directory (see ``GroupContainer``).
     public init(
         _ name: String? = nil, schema: Schema? = nil, isStoredInMemoryOnly: Bool = false, allowsSave: Bool = true,
         groupContainer: GroupContainer = .automatic, cloudKitDatabase: CloudKitDatabase = .automatic
@@ -50,7 +77,7 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
         self.schema = schema
         self.isStoredInMemoryOnly = isStoredInMemoryOnly
         self.allowsSave = allowsSave
-        self.url = Self.defaultDirectory.appendingPathComponent("\(name ?? "default").store")
+        self.url = groupContainer.directory.appendingPathComponent("\(name ?? "default").store")
         self.groupContainer = groupContainer
         self.cloudKitDatabase = cloudKitDatabase
     }

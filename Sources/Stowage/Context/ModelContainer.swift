@@ -57,8 +57,14 @@ public final class ModelContainer: Sendable {
     let core: Core
     /// The schema of every store.
     public var schema: Schema { core.schema }
-    /// The configurations, in the order given.
-    public var configurations: [any DataStoreConfiguration] { core.configurations }
+    /// The container's ``ModelConfiguration``s, as SwiftData gives them
+    /// (`container.configurations.first?.url`). A custom store's configuration is not a
+    /// `ModelConfiguration`; ``dataStoreConfigurations`` lists every configuration.
+    public var configurations: Set<ModelConfiguration> {
+        Set(core.configurations.compactMap { $0 as? ModelConfiguration })
+    }
+    /// Every configuration, custom stores' too, in the order given. Stowage's own.
+    public var dataStoreConfigurations: [any DataStoreConfiguration] { core.configurations }
     /// The migration plan, if any.
     public var migrationPlan: (any SchemaMigrationPlan.Type)? { core.migrationPlan }
     var stores: [any DataStore<DefaultSnapshot>] { core.stores }
