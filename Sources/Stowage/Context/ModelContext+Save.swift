@@ -14,6 +14,7 @@ extension ModelContext {
         applyPendingMerges()
         guard hasChanges else { return }
         var deletions = try resolveDeleteRules()
+        try checkRelationshipCounts(deletions)
         NotificationCenter.default.post(name: ModelContext.willSave, object: self)
 
         // Snapshots grouped by store.
@@ -130,6 +131,42 @@ extension ModelContext {
         insertPositions = [:]
         finishSave(
             deletions: deletions, newIdentifiers: newIdentifiers, reregister: reregister, storeDeleted: storeDeleted)
+    }
+
+    /// Throws ``SwiftDataError/modelValidationFailure`` when an inserted or changed model
+    /// that the save keeps holds fewer models in a to-many relationship than its
+    /// `minimumModelCount`, or more than its `maximumModelCount`. Models the save deletes
+    /// do not count. An optional relationship may hold none.
+    func checkRelationshipCounts(_ deletions: [PersistentIdentifier: any PersistentModel]) throws {
+        func check(_ model: any PersistentModel) throws {
+            let data = model.persistentBackingData
+            for bound in data.entity.countBounds {
+                let references = data.references(at: bound.index)
+                let count =
+                    deletions.isEmpty ? references.count : references.count { deletions[$0.id] == nil }
+                if count == 0 && bound.isOptional { continue }
+                if count < bound.minimum || (bound.maximum > 0 && count > bound.maximum) {
+                    let limits =
+                        bound.maximum == 0
+                        ? "at least \(bound.minimum)"
+                        : bound.minimum == 0
+                            ? "at most \(bound.maximum)" : "between \(bound.minimum) and \(bound.maximum)"
+                    throw SwiftDataError(
+                        .modelValidationFailure,
+                        "\(data.entity.name).\(bound.name) of \(data.persistentModelID) holds \(count) models; "
+                            + "its minimumModelCount and maximumModelCount allow \(limits); nothing was saved")
+                }
+            }
+        }
+        for model in insertedModels where !model.persistentBackingData.entity.countBounds.isEmpty {
+            try check(model)
+        }
+        for id in changedOrder where deletions[id] == nil {
+            guard let model = changedModels[id], !model.persistentBackingData.entity.countBounds.isEmpty else {
+                continue
+            }
+            try check(model)
+        }
     }
 
     /// Works out every model the save deletes, and applies `.nullify`, before anything is

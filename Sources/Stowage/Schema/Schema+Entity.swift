@@ -33,6 +33,21 @@ extension Schema {
         let relationshipIndices: [Int]
         /// The property names in schema order.
         let propertyNames: [String]
+        /// The to-many relationships with a `minimumModelCount` or `maximumModelCount`
+        /// (other than 0, which means no bound), checked when a model is saved.
+        let countBounds: [CountBound]
+
+        /// A to-many relationship's bounds on how many models it holds.
+        struct CountBound: Sendable {
+            let index: Int
+            let name: String
+            /// At least this many (0: no lower bound). An optional relationship may also
+            /// hold none.
+            let minimum: Int
+            /// At most this many (0: no upper bound).
+            let maximum: Int
+            let isOptional: Bool
+        }
         /// For an entity of attributes only, each of a type with fast conversions: the check
         /// that a stored value decodes. A model of such an entity keeps the values it was
         /// fetched with and decodes each on read (`ModelBackingData`). `nil` otherwise.
@@ -125,6 +140,14 @@ extension Schema {
             self.properties = props
             self.relationshipIndices = props.indices.filter { props[$0].isRelationship }
             self.propertyNames = props.map(\.name)
+            self.countBounds = props.compactMap { p in
+                guard let relationship = p.relationship, !relationship.isToOne else { return nil }
+                let minimum = max(0, relationship.minimumModelCount ?? 0)
+                let maximum = max(0, relationship.maximumModelCount ?? 0)
+                guard minimum > 0 || maximum > 0 else { return nil }
+                return CountBound(
+                    index: p.index, name: p.name, minimum: minimum, maximum: maximum, isOptional: p.isOptional)
+            }
             let checks = props.compactMap { $0.isRelationship ? nil : $0.caseCheck }
             self.lazyChecks = checks.count == props.count ? checks : nil
             self.fastConversions = props.map { !$0.isRelationship && $0.caseCheck != nil }
