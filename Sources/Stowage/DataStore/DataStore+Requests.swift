@@ -170,11 +170,4 @@ public struct DataStoreBatchDeleteRequest<T: PersistentModel>: @unchecked Sendab
     public let predicate: Predicate<T>?
     /// The predicate compiled against the store's schema, ready to evaluate. Stowage's own.
     public let query: FetchQuery
-
-    init(editingState: EditingState, includeSubclasses: Bool, predicate: Predicate<T>?, query: FetchQuery) {
-        self.editingState = editingState
-        self.includeSubclasses = includeSubclasses
-        self.predicate = predicate
-        self.query = query
-    }
 }
