@@ -70,6 +70,22 @@ struct BatchDeleteTests {
         #expect(try ModelContext(container).fetch(FetchDescriptor<Person>()).map(\.email) == ["late@example.com"])
     }
 
+    /// A model of a record the batch takes, changed after the call, is deleted with it, not
+    /// saved back into being.
+    @Test(arguments: stores)
+    func aRecordChangedAfterTheCallIsStillDeleted(store: String) throws {
+        let container = try container(store)
+        let context = ModelContext(container)
+        try seed(context, count: 4)
+        let held = try #require(try context.fetch(FetchDescriptor<Person>(predicate: #Predicate { $0.age == 1 })).first)
+        try context.delete(model: Person.self, where: #Predicate { $0.age < 2 })
+        held.name = "Changed"
+        try context.save()
+        let left = try ModelContext(container).fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.age)]))
+        #expect(left.map(\.age) == [2, 3])
+        #expect(held.isDeleted)
+    }
+
     @Test(arguments: stores)
     func rollbackForgetsABatchDelete(store: String) throws {
         let container = try container(store)

@@ -82,13 +82,22 @@ extension ModelContext {
                 if store is any SnapshotTableStore {
                     request.batchDeletes = pending.map(\.query)
                 } else {
+                    var doomed: Set<PersistentIdentifier> = []
                     for batch in pending {
                         for snapshot in try storeSnapshots(store, batch.query, batch.storeFetch)
                         where deletions[snapshot.persistentIdentifier] == nil {
                             let id = snapshot.persistentIdentifier
+                            doomed.insert(id)
                             if let model = lookUp(id) { deletions[id] = model } else { storeDeleted.append(id) }
                         }
                         try batch.perform()
+                    }
+                    // A record the batch deleted is not then updated back into being.
+                    if !doomed.isEmpty, request.updated.contains(where: { doomed.contains($0.persistentIdentifier) }) {
+                        request = DataStoreSaveChangesRequest(
+                            editingState: request.editingState, inserted: request.inserted,
+                            updated: request.updated.filter { !doomed.contains($0.persistentIdentifier) },
+                            deleted: request.deleted, uniquenessPolicy: request.uniquenessPolicy)
                     }
                 }
             }
@@ -138,6 +147,8 @@ extension ModelContext {
     /// `minimumModelCount`, or more than its `maximumModelCount`. Models the save deletes
     /// do not count. An optional relationship may hold none.
     func checkRelationshipCounts(_ deletions: [PersistentIdentifier: any PersistentModel]) throws {
+        // Most schemas bound no relationship: then no model is looked at.
+        guard core.schema.entities.contains(where: { !$0.countBounds.isEmpty }) else { return }
         func check(_ model: any PersistentModel) throws {
             let data = model.persistentBackingData
             for bound in data.entity.countBounds {
