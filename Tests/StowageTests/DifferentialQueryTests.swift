@@ -66,7 +66,7 @@ struct DifferentialQueryTests {
             prefix: String(t.prefix(prefixLength)), d: Date(timeIntervalSinceReferenceDate: hours * 3600))
         let builders: [(Constants) -> Case] = [
             case0, case1, case2, case3, case4, case5, case6, case7, case8, case9, case10, case11, case12, case13,
-            case14, case15, case16, case17,
+            case14, case15, case16, case17, case18, case19, case20, case21,
         ]
         return builders[Int.random(in: 0..<builders.count, using: &rng)](c)
     }
@@ -194,6 +194,38 @@ struct DifferentialQueryTests {
         let predicate: Predicate<Chore> = #Predicate { $0.dueDate == nil && $0.priority < p }
         let test: (Row) -> Bool = { r in r.dueDate == nil && r.priority < p }
         return Case(name: "dueDate == nil && priority < \(p)", predicate: predicate, test: test)
+    }
+
+    // A list's `contains` of an indexed property: one index scan per distinct value
+    // (duplicates in the list included), alone and beside other conditions.
+    static func case18(_ c: Constants) -> Case {
+        let list = [c.p, c.q, c.p, 99]
+        let predicate: Predicate<Chore> = #Predicate { list.contains($0.priority) }
+        let test: (Row) -> Bool = { r in list.contains(r.priority) }
+        return Case(name: "\(list).contains(priority)", predicate: predicate, test: test)
+    }
+
+    static func case19(_ c: Constants) -> Case {
+        let list = [c.t, "alps", "éclair"]
+        let b = c.b
+        let predicate: Predicate<Chore> = #Predicate { list.contains($0.title) && $0.isCompleted == b }
+        let test: (Row) -> Bool = { r in list.contains(r.title) && r.isCompleted == b }
+        return Case(name: "\(list).contains(title) && isCompleted == \(b)", predicate: predicate, test: test)
+    }
+
+    static func case20(_ c: Constants) -> Case {
+        let list: [Date?] = [c.d, nil]
+        let predicate: Predicate<Chore> = #Predicate { list.contains($0.dueDate) }
+        let test: (Row) -> Bool = { r in list.contains(r.dueDate) }
+        return Case(name: "[\(c.d), nil].contains(dueDate)", predicate: predicate, test: test)
+    }
+
+    static func case21(_ c: Constants) -> Case {
+        let list: [Int] = []
+        let p = c.p
+        let predicate: Predicate<Chore> = #Predicate { list.contains($0.priority) || $0.priority == p }
+        let test: (Row) -> Bool = { r in list.contains(r.priority) || r.priority == p }
+        return Case(name: "[].contains(priority) || priority == \(p)", predicate: predicate, test: test)
     }
 
     /// `nil` first in ascending order and last in descending order, as SwiftData sorts.

@@ -90,6 +90,22 @@ struct PlannerTests {
         )
     }
 
+    /// A list's `contains` of an indexed property is one equality scan per distinct value,
+    /// and is not filtered again (an equality another index serves still comes first); a
+    /// list of more values than the limit is a filter.
+    @Test func aListsContainsIsAUnionOfEqualities() throws {
+        let priorities = [3, 1, 3]
+        let plan = try context.explain(
+            FetchDescriptor<Chore>(predicate: #Predicate { priorities.contains($0.priority) && $0.seq > 2 }))
+        #expect(
+            plan
+                == "UNION(INDEX Chore(priority) EQ priority = 3 | INDEX Chore(priority) EQ priority = 1); FILTER seq > 2"
+        )
+        let long = Array(0...1024)  // one more than the planner looks up
+        let scanned = try context.explain(FetchDescriptor<Chore>(predicate: #Predicate { long.contains($0.priority) }))
+        #expect(scanned.hasPrefix("SCAN Chore; FILTER "))
+    }
+
     @Test func startsWithIsAPrefixRange() throws {
         let plan = try context.explain(FetchDescriptor<Person>(predicate: #Predicate { $0.name.starts(with: "Al") }))
         #expect(plan == #"INDEX Person(name) PREFIX name "Al"; FILTER name.startsWith("Al")"#)

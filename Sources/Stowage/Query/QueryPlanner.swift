@@ -68,6 +68,12 @@ struct QueryPlanner {
             return finish(access, consumed: best.consumed, conjuncts: conjuncts, ordered: ordered)
         }
 
+        // A list's `contains` of an indexed property (`names.contains($0.name)`, SQL's IN):
+        // one equality scan of the index per distinct value, as an equality would take.
+        if let (position, access) = listLookup(conjuncts) {
+            return finish(access, consumed: [position], conjuncts: conjuncts, ordered: false)
+        }
+
         // An OR whose branches can each use an index.
         for conjunct in conjuncts {
             guard case .or = conjunct else { continue }
@@ -146,6 +152,32 @@ struct QueryPlanner {
             return .null
         }
         return index.coerce(value, column: 0) ?? value
+    }
+
+    /// The most values a list's `contains` is looked up by, one index scan each; a longer
+    /// list is a filter.
+    static let listLookupLimit = 1024
+
+    /// For the first conjunct that is a constant list's `contains` of a property that leads
+    /// an index, its position and the union of one equality scan per distinct value; `nil`
+    /// when there is none, or a value does not convert exactly to the column's kind.
+    func listLookup(_ conjuncts: [QueryExpression]) -> (Int, QueryPlan.Access)? {
+        for (position, conjunct) in conjuncts.enumerated() {
+            guard case .function(.sequenceContains, .constant(.array(let items)), let element?) = conjunct,
+                !items.isEmpty, items.count <= Self.listLookupLimit, let column = column(element),
+                let indexPosition = indexes.indices.first(where: { indexes[$0].columns.first == column })
+            else { continue }
+            let index = indexes[indexPosition]
+            var seen: Set<SnapshotValue> = []
+            var parts: [QueryPlan.Access] = []
+            for item in items {
+                guard let coerced = index.coerce(item, column: 0) else { return nil }
+                guard seen.insert(coerced).inserted else { continue }
+                parts.append(scan(index: indexPosition, equal: [coerced], range: nil, reverse: false))
+            }
+            return (position, parts.count == 1 ? parts[0] : .union(parts))
+        }
+        return nil
     }
 
     // MARK: Choosing an index
