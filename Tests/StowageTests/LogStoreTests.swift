@@ -574,6 +574,19 @@ struct LogEncodingTests {
         }
     }
 
+    /// An identifier with a non-integer key has no encoding (`Formats/snapshot.md`): the
+    /// codec refuses it, nested too, rather than write something that reads back wrong.
+    @Test func aNonIntegerKeyedIdentifierIsRefusedNotWritten() throws {
+        let map = LogEntityMap(storeIdentifier: "log-test", description: StoredSchema(LogTest.schema))
+        let keyed = try PersistentIdentifier.identifier(for: "custom", entityName: "Trip", primaryKey: UUID())
+        for value in [SnapshotValue.identifier(keyed), .array([.int(1), .identifier(keyed)])] {
+            var writer = LogByteWriter()
+            #expect(throws: DataStoreError.unsupportedFeature) {
+                try LogCodec.encodeValue(value, into: &writer, map: map)
+            }
+        }
+    }
+
     @Test func lz4RoundTripsAndRefusesBadInput() throws {
         let text = Array(String(repeating: "Wool socks, pair. ", count: 50).utf8)
         let compressed = try #require(LZ4Block.compress(text))

@@ -60,6 +60,10 @@ public final class ModelContainer: Sendable {
     /// The container's ``ModelConfiguration``s, as SwiftData gives them
     /// (`container.configurations.first?.url`). A custom store's configuration is not a
     /// `ModelConfiguration`; ``dataStoreConfigurations`` lists every configuration.
+    ///
+    /// Where Stowage differs: SwiftData's is also settable. Here the stores are opened
+    /// when the container is made, so the configurations are read-only; make a new
+    /// container to use others.
     public var configurations: Set<ModelConfiguration> {
         Set(core.configurations.compactMap { $0 as? ModelConfiguration })
     }

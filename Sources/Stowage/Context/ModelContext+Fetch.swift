@@ -212,10 +212,7 @@ extension ModelContext {
     /// Whether the entity has relationships, or is the destination of one: then deleting
     /// its records has delete rules or inverses to apply, which only loaded models can.
     func isTouchedByRelationships(_ entity: Schema.Entity) -> Bool {
-        if !entity.relationships.isEmpty { return true }
-        return core.schema.entities.contains { other in
-            other.relationships.contains { $0.relationship?.destination == entity.name }
-        }
+        !entity.relationshipIndices.isEmpty || core.schema.relationshipDestinations.contains(entity.name)
     }
 
     /// Whether a pending batch delete takes the stored record `snapshot`.

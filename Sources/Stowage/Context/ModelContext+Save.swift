@@ -148,7 +148,7 @@ extension ModelContext {
     /// do not count. An optional relationship may hold none.
     func checkRelationshipCounts(_ deletions: [PersistentIdentifier: any PersistentModel]) throws {
         // Most schemas bound no relationship: then no model is looked at.
-        guard core.schema.entities.contains(where: { !$0.countBounds.isEmpty }) else { return }
+        guard core.schema.boundsRelationshipCounts else { return }
         func check(_ model: any PersistentModel) throws {
             let data = model.persistentBackingData
             for bound in data.entity.countBounds {

@@ -12,6 +12,10 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
     public let entitiesByName: [String: Entity]
     /// The schema's version.
     public let version: Version
+    /// Whether any entity bounds a relationship's count, which every save then checks.
+    let boundsRelationshipCounts: Bool
+    /// The entities some relationship points to.
+    let relationshipDestinations: Set<String>
 
     /// Creates a schema for `types` and every model type reachable from them through
     /// relationships.
@@ -37,6 +41,9 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
         }
         self.entitiesByName = byName
         self.version = version
+        self.boundsRelationshipCounts = ordered.contains { !$0.countBounds.isEmpty }
+        self.relationshipDestinations = Set(
+            ordered.flatMap { $0.relationships.compactMap { $0.relationship?.destination } })
     }
 
     /// Creates a schema for `types`.
