@@ -39,6 +39,13 @@ struct StowageDiagnostic: DiagnosticMessage {
             "transientWithoutDefault", "@Transient property '\(name)' must have a default value")
     }
 
+    static func keyPathGroupsInSubclass(_ macro: String) -> StowageDiagnostic {
+        StowageDiagnostic(
+            "keyPathGroupsInSubclass",
+            "'#\(macro)' in a model subclass is not supported: declare it on the base model class, "
+                + "where it covers every subclass")
+    }
+
     static func missingModelType(_ macro: String) -> StowageDiagnostic {
         StowageDiagnostic(
             "missingModelType",

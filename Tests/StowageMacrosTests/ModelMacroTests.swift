@@ -582,7 +582,7 @@ struct ModelMacroTests {
         #expect(result.source.contains("extension Item: Observation.Observable {\n}"))
     }
 
-    @Test("A non-final class gets the same members")
+    @Test("A non-final class can be inherited from: class members, metadata generic over the key paths' root")
     func nonFinalClass() {
         let result = expand(
             #"""
@@ -592,10 +592,73 @@ struct ModelMacroTests {
             """#)
         #expect(result.diagnostics.isEmpty)
         #expect(result.source.contains("public required init(backingData: Stowage.ModelBackingData) {"))
+        #expect(result.source.contains("public class var _stowageEntityName: String {"))
+        #expect(result.source.contains("public class var _stowageSuperentityType: (any Stowage.PersistentModel.Type)? {"))
+        #expect(result.source.contains("_stowageMetadata_Note(Note.self)"))
+        #expect(
+            result.source.contains(
+                "public static func _stowageMetadata_Note<Root: Note>(_ root: Root.Type) -> [Stowage.Schema.PropertyMetadata] {"
+            ))
+        // A subclass's accessors use the registrar, so it is not private.
+        #expect(result.source.contains("    var _$observationRegistrar: Stowage._ModelObservation {"))
+        #expect(!result.source.contains("private var _$observationRegistrar"))
         #expect(
             metadataLines(result.source) == [
-                #"Stowage.Schema.PropertyMetadata._property(\Note.body, name: "body", defaultValue: ""),"#
+                #"Stowage.Schema.PropertyMetadata._property(\Root.body, name: "body", defaultValue: ""),"#
             ])
+        // Its properties still go by position: a subclass's properties come after them.
+        #expect(result.source.contains("self._getValue(forKey: \\.body, at: 0)"))
+    }
+
+    @Test("A subclass of a model class overrides the class members, lists the inherited metadata first, and shares the backing data")
+    func subclass() {
+        // The compiler leaves `PersistentModel` out of the conformances a subclass of a
+        // model class is missing; the test says so by naming none.
+        let result = expand(
+            #"""
+            @Model class BusinessTrip: Trip {
+                var company: String
+                init(name: String, company: String) {
+                    self.company = company
+                    super.init(name: name)
+                }
+            }
+            """#, macros: subclassMacros)
+        #expect(result.diagnostics.isEmpty)
+        #expect(result.source.contains("public override class var _stowageEntityName: String {"))
+        #expect(result.source.contains("Trip.self"))
+        #expect(result.source.contains("public override func _stowageSettleInitialValues(into data: Stowage.ModelBackingData) {"))
+        #expect(result.source.contains("Trip._stowageMetadata_Trip(root) + ["))
+        #expect(result.source.contains("super.init(backingData: backingData)"))
+        #expect(!result.source.contains("public var persistentBackingData"))
+        #expect(!result.source.contains("self._$backingData = backingData"))
+        // Its own properties' positions follow the superclass's, which the syntax cannot see.
+        #expect(result.source.contains("self.getValue(forKey: \\.company)"))
+        #expect(!result.source.contains("_getValue(forKey: \\.company, at:"))
+    }
+
+    @Test("A subclass that declares no designated initializer inherits init(backingData:) with the others")
+    func subclassWithoutInitializer() {
+        let result = expand(
+            #"""
+            @Model class PersonalTrip: Trip {
+                var companion: String?
+            }
+            """#, macros: subclassMacros)
+        #expect(result.diagnostics.isEmpty)
+        #expect(!result.source.contains("init(backingData:"))
+    }
+
+    @Test("#Index and #Unique in a subclass are errors: the base's cover the subclasses")
+    func indexInSubclass() {
+        let result = expand(
+            #"""
+            @Model class BusinessTrip: Trip {
+                #Index<BusinessTrip>([\.company])
+                var company: String = ""
+            }
+            """#, macros: subclassMacros)
+        #expect(result.diagnostics.map(\.message).contains { $0.contains("'#Index' in a model subclass is not supported") })
     }
 }
 

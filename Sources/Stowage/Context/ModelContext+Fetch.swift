@@ -65,7 +65,9 @@ extension ModelContext {
     public func fetchCount<T: PersistentModel>(_ descriptor: FetchDescriptor<T>) throws -> Int {
         applyPendingMerges()
         let (store, request) = try makeRequest(descriptor)
-        if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
+        if descriptor.includePendingChanges && hasPendingChanges(for: request.query)
+            || (request.query.spansSubentities && !(store is any SnapshotTableStore))
+        {
             return try fetchSnapshots(descriptor).count
         }
         do {
@@ -80,7 +82,9 @@ extension ModelContext {
     {
         applyPendingMerges()
         let (store, request) = try makeRequest(descriptor)
-        if descriptor.includePendingChanges && hasPendingChanges(forEntity: request.query.entity.name) {
+        if descriptor.includePendingChanges && hasPendingChanges(for: request.query)
+            || (request.query.spansSubentities && !(store is any SnapshotTableStore))
+        {
             return try fetchSnapshots(descriptor).map(\.persistentIdentifier)
         }
         do {
@@ -97,6 +101,9 @@ extension ModelContext {
         _ store: any DataStore<DefaultSnapshot>, _ query: FetchQuery,
         _ storeFetch: (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [DefaultSnapshot]
     ) throws -> [DefaultSnapshot] {
+        if query.spansSubentities, !(store is any SnapshotTableStore) {
+            return try familySnapshots(store, query, storeFetch)
+        }
         var asked = query
         var filterHere = false
         var sortHere = false
@@ -120,6 +127,36 @@ extension ModelContext {
             asked.limit = nil
             asked.offset = 0
         }
+    }
+
+    /// What a store that keeps no table answers for an entity with subentities: a fetch
+    /// request is typed by its model class, and `query`'s predicate is over the base, so
+    /// each subentity is asked for all its records (a request of its own class), and the
+    /// context filters, sorts and cuts the window over them all, as for a store that
+    /// prefers it to (``DataStoreError/preferInMemoryFilter``).
+    func familySnapshots(
+        _ store: any DataStore<DefaultSnapshot>, _ query: FetchQuery,
+        _ storeFetch: (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [DefaultSnapshot]
+    ) throws -> [DefaultSnapshot] {
+        var all: [DefaultSnapshot] = []
+        for entity in query.entities {
+            var part = query.narrowed(to: entity)
+            part.predicate = nil
+            part.sort = []
+            part.limit = nil
+            part.offset = 0
+            if entity === query.entity {
+                all += try storeSnapshots(store, part, storeFetch)
+            } else {
+                func ask<S: PersistentModel>(_: S.Type) throws -> [DefaultSnapshot] {
+                    try store.fetch(
+                        DataStoreFetchRequest(descriptor: FetchDescriptor<S>(), editingState: editingState, query: part)
+                    ).fetchedSnapshots
+                }
+                all += try ask(entity.modelType)
+            }
+        }
+        return try inMemory(all, query, filter: true)
     }
 
     /// `snapshots` filtered by `query`'s predicate and identifiers (when `filter`), sorted
@@ -175,8 +212,9 @@ extension ModelContext {
     /// holds are marked deleted when the save is done, and the save's notification lists
     /// them all. Otherwise the matching models are loaded and deleted one by one.
     ///
-    /// `includeSubclasses` is accepted for SwiftData's sake; Stowage has no model
-    /// inheritance yet, so there are no subclasses to include.
+    /// With model inheritance, `includeSubclasses` (the default) deletes the matching
+    /// models of every subclass of `model` too; `false` deletes only models of `model`
+    /// itself. A delete that spans subclasses loads the models.
     /// - Throws: as ``fetch(_:)``.
     public func delete<T: PersistentModel>(
         model: T.Type, where predicate: Predicate<T>? = nil, includeSubclasses: Bool = true
@@ -184,10 +222,11 @@ extension ModelContext {
         var descriptor = FetchDescriptor<T>(predicate: predicate)
         descriptor.includePendingChanges = true
         let (entity, store) = try route(T.self)
-        if let batching = store as? any DataStoreBatching, !hasPendingChanges(forEntity: entity.name),
-            !isTouchedByRelationships(entity)
+        var query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
+        if !includeSubclasses { query = query.narrowed(to: entity) }
+        if let batching = store as? any DataStoreBatching, !query.spansSubentities,
+            !hasPendingChanges(forEntity: entity.name), !isTouchedByRelationships(entity)
         {
-            let query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
             let request = DataStoreBatchDeleteRequest<T>(
                 editingState: editingState, includeSubclasses: includeSubclasses, predicate: predicate, query: query)
             let storeFetch: PendingBatchDelete.StoreFetch = { store, editingState, query in
@@ -204,7 +243,7 @@ extension ModelContext {
             scheduleAutosave()
             return
         }
-        for found in try fetch(descriptor) {
+        for found in try fetch(descriptor) where includeSubclasses || type(of: found) == T.self {
             delete(found)
         }
     }
@@ -237,11 +276,18 @@ extension ModelContext {
         let key = ObjectIdentifier(type)
         if let known = routes[key] { return known }
         guard let entity = core.schema.entity(forModelType: type) else {
-            throw SwiftDataError(.unknownModelType, "\(type) is not in the container's schema")
+            throw core.schema.unknownModelType(type._stowageEntityName)
         }
         let route = (entity, try core.store(for: entity.name))
         routes[key] = route
         return route
+    }
+
+    /// Whether this context has unsaved changes to a record `query` reads.
+    func hasPendingChanges(for query: FetchQuery) -> Bool {
+        guard hasChanges else { return false }
+        if !query.spansSubentities { return hasPendingChanges(forEntity: query.entity.name) }
+        return query.entities.contains { hasPendingChanges(forEntity: $0.name) }
     }
 
     func hasPendingChanges(forEntity name: String) -> Bool {
@@ -269,7 +315,7 @@ extension ModelContext {
     ) throws -> [DefaultSnapshot] {
         let (entity, store) = try route(descriptor.modelType)
         let query = try FetchQuery(descriptor, entity: entity, schema: core.schema)
-        guard descriptor.includePendingChanges, hasPendingChanges(forEntity: query.entity.name) else {
+        guard descriptor.includePendingChanges, hasPendingChanges(for: query) else {
             // Straight to the one table-keeping store when there is one, without the generic
             // request and result.
             if let tableStore = core.onlyTableStore {
@@ -283,10 +329,10 @@ extension ModelContext {
         unwindowed.offset = 0
         let stored = try storeSnapshots(store, unwindowed, storeFetch)
         var pending: [PersistentIdentifier: DefaultSnapshot] = [:]
-        for (id, model) in zip(insertedOrder, insertedModels) where id.entityName == query.entity.name {
+        for (id, model) in zip(insertedOrder, insertedModels) where query.reads(entityNamed: id.entityName) {
             pending[id] = try model.persistentBackingData.snapshot()
         }
-        for id in changedOrder where id.entityName == query.entity.name {
+        for id in changedOrder where query.reads(entityNamed: id.entityName) {
             if let model = changedModels[id] { pending[id] = try model.persistentBackingData.snapshot() }
         }
         var evaluator = QueryEvaluator(resolve: { [unowned self] id in
@@ -299,7 +345,7 @@ extension ModelContext {
         var merged = stored.filter {
             pending[$0.persistentIdentifier] == nil && deletedModels[$0.persistentIdentifier] == nil
         }
-        if pendingBatchDeletes.contains(where: { $0.entityName == query.entity.name }) {
+        if pendingBatchDeletes.contains(where: { query.reads(entityNamed: $0.entityName) }) {
             merged = try merged.filter { try !isBatchDeleted($0, evaluator: &evaluator) }
         }
         let order = insertedOrder + changedOrder

@@ -28,7 +28,7 @@ extension ModelContext {
             let scope = ObjectIdentifier(id.scope)
             if let lastStore, lastStore.scope == scope { return lastStore.index }
             guard let index = core.storeForEntity[id.entityName] else {
-                throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
+                throw core.schema.unknownModelType(id.entityName)
             }
             lastStore = (scope, index)
             return index

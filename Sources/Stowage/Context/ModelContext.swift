@@ -483,7 +483,7 @@ public final class ModelContext {
         applyPendingMerges()
         if let model = lookUp(id) { return model }
         guard entity(of: id) != nil else {
-            throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
+            throw core.schema.unknownModelType(id.entityName)
         }
         guard !id.isTemporary, let model = resolveModel(for: id) else {
             throw SwiftDataError(.missingModel, "no \(id.entityName) has the identifier \(id)")
@@ -550,7 +550,7 @@ public final class ModelContext {
             return model
         }
         guard let entity = self.entity(of: id) else {
-            throw SwiftDataError(.unknownModelType, "\(id.entityName) is not in the container's schema")
+            throw core.schema.unknownModelType(id.entityName)
         }
         let data = try ModelBackingData(entity: entity, snapshot: snapshot)
         let model = entity.modelType.init(backingData: data)

@@ -27,7 +27,10 @@ extension SnapshotTableStore {
     }
 
     public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
-        withTable { $0.plan(request.query).description }
+        withTable { table in
+            request.query.spansSubentities
+                ? table.familyPlanDescription(request.query) : table.plan(request.query).description
+        }
     }
 
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {

@@ -27,9 +27,11 @@
 /// they would see in SwiftData: a write to a property no one has read tells no one.
 @attached(
     member,
+    conformances: PersistentModel,
     names: named(_$backingData), named(persistentBackingData), named(schemaMetadata), named(init),
     named(_$observationRegistrar), named(_$observation), named(_stowageEntityName),
-    named(_stowageRecyclable), named(_stowageReleaseForRefill), named(_stowageObservation)
+    named(_stowageRecyclable), named(_stowageReleaseForRefill), named(_stowageObservation),
+    named(_stowageSuperentityType), named(_stowageSettleInitialValues), arbitrary
 )
 @attached(memberAttribute)
 @attached(extension, conformances: PersistentModel, Observable)

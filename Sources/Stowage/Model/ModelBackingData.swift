@@ -95,6 +95,29 @@ public final class ModelBackingData {
     public init(for type: any PersistentModel.Type) {
         self.modelType = type
         self.slots = []
+        self._awaitsSubclassValues = type._stowageSuperentityType != nil
+    }
+
+    /// Whether the model is of a subclass of another model class, and its own properties'
+    /// initial values may still wait in the subclass's storage: they were given before
+    /// the superclass's initializer made this backing data. The model's first use of its
+    /// backing data takes them (``_adoptInitialValues(from:)``). Written by `@Model`.
+    public var _awaitsSubclassValues = false
+
+    /// Takes the values a model subclass's initializer gave its own properties, which
+    /// `pending` holds, into this backing data. `@Model` calls this.
+    public func _adoptInitialValues(from pending: ModelBackingData) {
+        let count = entity.properties.count
+        var taken: [(Int, Slot)] = []
+        for index in 0..<count {
+            let slot = pending.slot(index)
+            if case .unset = slot { continue }
+            taken.append((index, slot))
+        }
+        guard !taken.isEmpty else { return }
+        ensureSlots()
+        for (index, slot) in taken { slots[index] = slot }
+        pendingInverses.append(contentsOf: pending.pendingInverses)
     }
 
     /// Takes the model out of its context's registry, which does not keep it alive: the

@@ -17,6 +17,9 @@ public protocol PersistentModel: AnyObject, Observable, Hashable, Identifiable {
 
     /// The entity name: the class's own name. Written by `@Model`.
     static var _stowageEntityName: String { get }
+    /// The model class this one inherits from, when that is a model class too (model
+    /// inheritance). Written by `@Model`; `nil` for a class with no model superclass.
+    static var _stowageSuperentityType: (any PersistentModel.Type)? { get }
     /// Key-path groups from `#Index`. Written by `#Index`.
     static var _stowageIndexes: [[AnyKeyPath]] { get }
     /// Key-path groups from `#Unique`. Written by `#Unique`.
@@ -43,6 +46,7 @@ extension PersistentModel {
     public static var _stowageEntityName: String {
         String(describing: Self.self).split(separator: ".").last.map(String.init) ?? String(describing: Self.self)
     }
+    public static var _stowageSuperentityType: (any PersistentModel.Type)? { nil }
     public static var _stowageIndexes: [[AnyKeyPath]] { [] }
     public static var _stowageUniqueness: [[AnyKeyPath]] { [] }
     public static var _stowageRecyclable: Bool { false }

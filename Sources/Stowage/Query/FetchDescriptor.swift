@@ -108,7 +108,14 @@ public struct SortKey: Sendable, CustomStringConvertible {
 /// A fetch descriptor compiled against a schema: what every store evaluates.
 public struct FetchQuery: Sendable, CustomStringConvertible {
     /// The entity to fetch.
-    public let entity: Schema.Entity
+    public private(set) var entity: Schema.Entity
+    /// The entities whose records the query reads: ``entity`` and, with model inheritance,
+    /// the schema's entities that inherit from it (a fetch of a base class returns its
+    /// subclasses' models too). Their records hold the base's properties first, at the
+    /// same positions, so the predicate and sort read them all alike.
+    public internal(set) var entities: [Schema.Entity]
+    /// Whether the query reads more than one entity's records.
+    public var spansSubentities: Bool { entities.count > 1 }
     /// The compiled predicate, or `nil` for all records.
     public var predicate: QueryExpression?
     /// The variable the predicate binds to the record under test.
@@ -138,6 +145,7 @@ public struct FetchQuery: Sendable, CustomStringConvertible {
 
     init(_ descriptor: ErasedFetchDescriptor, entity: Schema.Entity, schema: Schema) throws {
         self.entity = entity
+        self.entities = schema.family(of: entity)
         if let (expression, root) = descriptor.predicate {
             self.predicate = try PredicateCompiler.compile(expression, root: root, entity: entity, schema: schema)
             self.rootVariable = root
@@ -162,9 +170,24 @@ public struct FetchQuery: Sendable, CustomStringConvertible {
     /// A query for all records of `entity` with the given identifiers.
     public init(entity: Schema.Entity, identifiers: Set<PersistentIdentifier>) {
         self.entity = entity
+        self.entities = [entity]
         self.sort = []
         self.offset = 0
         self.identifiers = identifiers
+    }
+
+    /// The query over one of ``entities`` alone: the base's predicate and sort, which read
+    /// properties by position, hold for a subentity's records as they are.
+    func narrowed(to entity: Schema.Entity) -> FetchQuery {
+        var query = self
+        query.entity = entity
+        query.entities = [entity]
+        return query
+    }
+
+    /// Whether the query reads records of the entity called `name`.
+    func reads(entityNamed name: String) -> Bool {
+        entities.contains { $0.name == name }
     }
 
     /// Whether `a` sorts before `b` under this query's sort keys.

@@ -53,6 +53,9 @@ extension PredicateExpressions.ForcedUnwrap: QueryCompilable {
 extension PredicateExpressions.ConditionalCast: QueryCompilable {
     func compile(into compiler: inout PredicateCompiler) throws -> (QueryExpression, PredicateCompiler.Kind) {
         let (x, kind) = try compiler.compile(input)
+        if let (check, target) = try compiler.modelCast(from: kind, to: Desired.self) {
+            return (.cast(x, typeName: target.name, conditional: true, check: check), .model(target))
+        }
         return (.cast(x, typeName: "\(Desired.self)", conditional: true, check: castCheck(Desired.self)), kind)
     }
 }
@@ -60,18 +63,44 @@ extension PredicateExpressions.ConditionalCast: QueryCompilable {
 extension PredicateExpressions.ForceCast: QueryCompilable {
     func compile(into compiler: inout PredicateCompiler) throws -> (QueryExpression, PredicateCompiler.Kind) {
         let (x, kind) = try compiler.compile(input)
+        if let (check, target) = try compiler.modelCast(from: kind, to: Desired.self) {
+            return (.cast(x, typeName: target.name, conditional: false, check: check), .model(target))
+        }
         return (.cast(x, typeName: "\(Desired.self)", conditional: false, check: castCheck(Desired.self)), kind)
     }
 }
 
 extension PredicateExpressions.TypeCheck: QueryCompilable {
     func compile(into compiler: inout PredicateCompiler) throws -> (QueryExpression, PredicateCompiler.Kind) {
-        let (x, _) = try compiler.compile(input)
-        let check = castCheck(Desired.self)
+        let (x, kind) = try compiler.compile(input)
+        var check = castCheck(Desired.self)
+        var name = "\(Desired.self)"
+        if let (modelCheck, target) = try compiler.modelCast(from: kind, to: Desired.self) {
+            check = modelCheck
+            name = target.name
+        }
+        // The conditional cast is `nil` exactly when the check fails.
+        return (.compare(.notEqual, .cast(x, typeName: name, conditional: true, check: check), .constant(.null)), .value)
+    }
+}
+
+extension PredicateCompiler {
+    /// For a model cast to a model class (`trip is BusinessTrip`, `trip as? BusinessTrip`),
+    /// the check that a model's identifier is of that class's entity or one that inherits
+    /// from it, and that entity, whose own properties the cast value then reads; `nil` when
+    /// the cast is not of a model to a model class.
+    /// - Throws: `.unsupportedPredicate` when the class is not in the schema.
+    func modelCast(from kind: Kind, to desired: Any.Type) throws -> (@Sendable (SnapshotValue) -> Bool, Schema.Entity)? {
+        guard case .model = kind, let type = desired as? any PersistentModel.Type else { return nil }
+        guard let target = schema.entity(forModelType: type) else {
+            throw Self.unsupported("a cast to \(type), which is not in the container's schema")
+        }
+        let names = Set(schema.family(of: target).map(\.name))
         return (
-            .conditional(
-                .cast(x, typeName: "\(Desired.self)", conditional: true, check: check), .constant(.bool(true)),
-                .constant(.bool(false))), .value
+            { value in
+                guard case .identifier(let id) = value else { return false }
+                return names.contains(id.entityName)
+            }, target
         )
     }
 }

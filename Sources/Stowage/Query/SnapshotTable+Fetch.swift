@@ -18,6 +18,7 @@ extension SnapshotTable {
     /// - Throws: ``SwiftDataError`` `.unknownModelType`; a store's error when a record
     ///   held by location cannot be read back.
     public func fetch(_ query: FetchQuery) throws -> [DefaultSnapshot] {
+        if query.spansSubentities { return try fetchFamily(query) }
         // The entity's records are found once and taken out of the dictionary once: each
         // `entities.values[position]` copies them (a retain of each of their parts).
         guard let position = entities.index(forKey: query.entity.name) else { throw unknown(query.entity.name) }
@@ -34,6 +35,7 @@ extension SnapshotTable {
     /// - Complexity: O(log *n* + *k*) for an exact index scan of *k* entries; O(*n*) for a
     ///   filter over every record.
     public func count(_ query: FetchQuery) throws -> Int {
+        if query.spansSubentities { return try countFamily(query) }
         guard let records = entities[query.entity.name] else { throw unknown(query.entity.name) }
         if let lookup = QueryPlanner.uniqueLookup(query, records.indexes) {
             let found = records.indexes[lookup.index].tree.value(forKey: lookup.key) != nil
@@ -74,6 +76,7 @@ extension SnapshotTable {
     /// The identifiers of the records that match `query`, in its order.
     /// - Complexity: as ``fetch(_:)``, without reading a record when an index answers exactly.
     public func identifiers(_ query: FetchQuery) throws -> [PersistentIdentifier] {
+        if query.spansSubentities { return try fetchFamily(query).map(\.persistentIdentifier) }
         guard let records = entities[query.entity.name] else { throw unknown(query.entity.name) }
         if let lookup = QueryPlanner.uniqueLookup(query, records.indexes) {
             let found = records.indexes[lookup.index].tree.value(forKey: lookup.key)

@@ -123,11 +123,37 @@ extension Schema {
             return result
         }
 
+        /// The name of the entity this one inherits from (model inheritance): its model
+        /// class's superclass, when that is a model class.
+        public let superentityName: String?
+        /// The entity this one inherits from. Its properties come first in this entity's,
+        /// at the same positions, so a predicate, a sort or an index over them reads a
+        /// record of either entity alike.
+        public let superentity: Entity?
+
+        /// The properties this entity inherits from its superentity: the first of
+        /// ``properties``.
+        public var inheritedProperties: [PropertyMetadata] {
+            Array(properties.prefix(superentity?.properties.count ?? 0))
+        }
+
+        /// Whether this entity is `other` or inherits from it.
+        public func isKind(of other: Entity) -> Bool {
+            var current: Entity? = self
+            while let entity = current {
+                if entity === other || entity.name == other.name { return true }
+                current = entity.superentity
+            }
+            return false
+        }
+
         init(
             name: String, modelType: any PersistentModel.Type, properties: [PropertyMetadata],
-            indices: [[AnyKeyPath]], uniqueness: [[AnyKeyPath]]
+            indices: [[AnyKeyPath]], uniqueness: [[AnyKeyPath]], superentity: Entity? = nil
         ) {
             self.name = name
+            self.superentity = superentity
+            self.superentityName = superentity?.name
             self.modelType = modelType
             self.temporaryScope = .interned(entityName: name, storeIdentifier: nil, isTemporary: true)
             self.persistentModelIDKeyPath = modelType._persistentModelIDKeyPath
@@ -156,6 +182,16 @@ extension Schema {
             for (i, p) in props.enumerated() {
                 byName[p.name] = i
                 byKeyPath[p.keypath] = i
+            }
+            // A superclass's key paths (`\Base.name`) name the same properties here: its
+            // accessors, predicates and sorts written against the base, and its
+            // `#Index` and `#Unique`, which a subclass inherits.
+            var ancestor = superentity
+            while let base = ancestor {
+                for (keyPath, i) in base.indexByKeyPath where byKeyPath[keyPath] == nil {
+                    if let own = byName[base.properties[i].name] { byKeyPath[keyPath] = own }
+                }
+                ancestor = base.superentity
             }
             self.indexByName = byName
             self.indexByKeyPath = byKeyPath
@@ -195,7 +231,8 @@ extension Schema {
                 "\(p.name):\(p.typeName)\(p.isOptional ? "?" : "")"
                     + (p.relationship.map { "->\($0.destination)[\($0.isToOne ? "1" : "n")]" } ?? "")
             }
-            return "\(name){\(props.joined(separator: ","))} unique\(uniquenessConstraints) index\(indices)"
+            let inherits = superentityName.map { ":" + $0 } ?? ""
+            return "\(name)\(inherits){\(props.joined(separator: ","))} unique\(uniquenessConstraints) index\(indices)"
         }
 
         public var description: String { "Entity(\(name))" }
@@ -206,6 +243,11 @@ extension Schema {
 enum EntityRegistry {
     private static let cache = Mutex<[ObjectIdentifier: Schema.Entity]>([:])
 
+    /// An entity some schema of this process built, by name.
+    static func built(named name: String) -> Schema.Entity? {
+        cache.withLock { $0.values.first { $0.name == name } }
+    }
+
     static func entity(for type: any PersistentModel.Type) -> Schema.Entity {
         let key = ObjectIdentifier(type)
         if let cached = cache.withLock({ $0[key] }) { return cached }
@@ -214,7 +256,8 @@ enum EntityRegistry {
             modelType: type,
             properties: type.schemaMetadata,
             indices: type._stowageIndexes,
-            uniqueness: type._stowageUniqueness)
+            uniqueness: type._stowageUniqueness,
+            superentity: type._stowageSuperentityType.map { EntityRegistry.entity(for: $0) })
         return cache.withLock { cache in
             if let raced = cache[key] { return raced }
             cache[key] = entity

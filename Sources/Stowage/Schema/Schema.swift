@@ -16,6 +16,43 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
     let boundsRelationshipCounts: Bool
     /// The entities some relationship points to.
     let relationshipDestinations: Set<String>
+    /// For each entity with subentities in the schema, every entity that inherits from
+    /// it, at any depth, in schema order.
+    let descendantsByName: [String: [Entity]]
+
+    /// The error for a model type or entity the schema does not have. For a subclass of a
+    /// model class the schema has, it says that the subclass must be listed: Swift on
+    /// Linux cannot list a class's subclasses at run time, so registering the base class
+    /// alone, as SwiftData allows, does not bring them.
+    func unknownModelType(_ entityName: String) -> SwiftDataError {
+        var ancestor = EntityRegistry.built(named: entityName)?.superentity
+        while let base = ancestor {
+            if entitiesByName[base.name] != nil {
+                return SwiftDataError(
+                    .unknownModelType,
+                    "\(entityName) is a subclass of \(base.name), but is not in the container's schema: "
+                        + "list \(entityName) in the schema or the container's model types (Swift on Linux cannot "
+                        + "find a model class's subclasses at run time, so registering \(base.name) does not bring it)")
+            }
+            ancestor = base.superentity
+        }
+        return SwiftDataError(.unknownModelType, "\(entityName) is not in the container's schema")
+    }
+
+    /// The entities of the schema that inherit from `entity` directly.
+    ///
+    /// SwiftData has `Schema.Entity.subentities`; Stowage's entities are shared by every
+    /// schema that holds their class, so the schema answers instead.
+    public func subentities(of entity: Entity) -> [Entity] {
+        (descendantsByName[entity.name] ?? []).filter { $0.superentityName == entity.name }
+    }
+
+    /// `entity` and, unless `includeSubclasses` is `false`, every entity of the schema
+    /// that inherits from it: the tables a fetch of `entity` reads.
+    func family(of entity: Entity, includeSubclasses: Bool = true) -> [Entity] {
+        guard includeSubclasses, let descendants = descendantsByName[entity.name] else { return [entity] }
+        return [entity] + descendants
+    }
 
     /// Creates a schema for `types` and every model type reachable from them through
     /// relationships.
@@ -28,6 +65,8 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
             guard seen.insert(ObjectIdentifier(type)).inserted else { continue }
             let entity = EntityRegistry.entity(for: type)
             ordered.append(entity)
+            // A subclass brings its superclasses: their records are its own kind too.
+            if let superclass = type._stowageSuperentityType { pending.append(superclass) }
             for property in entity.properties {
                 if let destination = property.relationship?.destinationType {
                     pending.append(destination)
@@ -40,6 +79,15 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
             byName[entity.name] = entity
         }
         self.entitiesByName = byName
+        var family: [String: [Entity]] = [:]
+        for entity in ordered where byName[entity.name] === entity {
+            var ancestor = entity.superentity
+            while let base = ancestor {
+                family[base.name, default: []].append(entity)
+                ancestor = base.superentity
+            }
+        }
+        self.descendantsByName = family
         self.version = version
         self.boundsRelationshipCounts = ordered.contains { !$0.countBounds.isEmpty }
         self.relationshipDestinations = Set(
