@@ -62,6 +62,9 @@ package struct ToolSchema: Sendable, Equatable {
         package var unique: [[String]]
         /// `#Index` groups, as property names.
         package var indexes: [[String]]
+        /// The entity it inherits from (model inheritance; log format version 7, JSON
+        /// format version 3 record it).
+        package var superentity: String? = nil
     }
 
     /// `major.minor.patch`.
@@ -82,7 +85,7 @@ package struct ToolSchema: Sendable, Equatable {
                         destination: p.flags & 2 != 0 ? (p.destination ?? "") : nil, isToMany: p.flags & 6 == 2,
                         isExternal: p.isExternal)
                 },
-                unique: entity.uniqueness, indexes: entity.indices)
+                unique: entity.uniqueness, indexes: entity.indices, superentity: entity.superentity)
         }
     }
 }

@@ -113,7 +113,8 @@ struct Dump: StowageCommand {
     }
 
     private static func printTable(_ entity: ToolSchema.Entity, _ records: [ToolRecord], on console: Console) {
-        console.print("\(entity.name) (\(Text.count(records.count, "record")))")
+        let inherits = entity.superentity.map { " : \($0)" } ?? ""
+        console.print("\(entity.name)\(inherits) (\(Text.count(records.count, "record")))")
         let header = ["id"] + entity.properties.map(\.name)
         var rows: [[String]] = [header]
         for record in records {

@@ -97,7 +97,8 @@ struct Inspect: StowageCommand {
             c.print()
             c.print("schema version \(schema.version): \(Text.count(schema.entities.count, "entity", "entities"))")
             for entity in schema.entities {
-                c.print("  \(entity.name)")
+                // A subentity's first properties are its superentity's.
+                c.print("  \(entity.name)" + (entity.superentity.map { " : \($0)" } ?? ""))
                 for property in entity.properties { c.print("    \(Text.property(property))") }
                 c.print("    unique: \(Text.groups(entity.unique))")
                 c.print("    indexes: \(Text.groups(entity.indexes))")
@@ -316,7 +317,7 @@ struct Inspect: StowageCommand {
                             ),
                             ("unique", .array(entity.unique.map { .array($0.map(JSON.string)) })),
                             ("indexes", .array(entity.indexes.map { .array($0.map(JSON.string)) })),
-                        ])
+                        ] + (entity.superentity.map { [("superentity", JSON.string($0))] } ?? []))
                     })
             ),
         ])

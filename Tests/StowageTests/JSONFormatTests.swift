@@ -166,7 +166,7 @@ struct JSONFormatTests {
     @Test func somethingElseIsWrongFormat() throws {
         try Self.refuses("[1, 2]", .wrongFormat, ["not a stowage-json document"])
         try Self.refuses("{\"format\": \"other\"}", .wrongFormat, ["format"])
-        try Self.refuses(Self.edited("\"version\": 1\n}", "\"version\": 3\n}"), .wrongFormat, ["version 3"])
+        try Self.refuses(Self.edited("\"version\": 1\n}", "\"version\": 4\n}"), .wrongFormat, ["version 4"])
         // Version 2 is the document with history: without its history member it is damaged.
         try Self.refuses(
             Self.edited("\"version\": 1\n}", "\"version\": 2\n}"), .corruptStore, ["version 2", "history member"])

@@ -126,7 +126,7 @@ struct StowageToolTests {
         let run = try Tool.run(["--version"])
         #expect(run.status == 0, "\(run.transcript)")
         #expect(run.stderr.isEmpty, "\(run.transcript)")
-        #expect(run.stdout == "stowage 1 (reads log format versions 1 to 6, stowage-json versions 1 to 2)\n")
+        #expect(run.stdout == "stowage 1 (reads log format versions 1 to 7, stowage-json versions 1 to 3)\n")
         let log = LogFormat.readableVersions
         #expect(run.stdout.contains("reads log format versions \(log.lowerBound) to \(log.upperBound),"))
         let json = JSONDocument.readableVersions
@@ -232,6 +232,24 @@ struct StowageToolTests {
             "history-trips-v6-changes", ["history", "--changes", "Formats/samples/trips-v6.stowlog"], status: 0)
         try Tool.golden("inspect-json-v2", ["inspect", Self.jsonV2], status: 0)
         try Tool.golden("verify-json-v2", ["verify", Self.jsonV2], status: 0)
+    }
+
+    /// A store with model inheritance (log format version 7, stowage-json version 3):
+    /// `inspect` names each entity's superentity, `dump --format table` heads each table with it, and
+    /// `verify` finds nothing wrong.
+    @Test func inheritanceSamples() throws {
+        let log = "Formats/samples/voyages-v7.stowlog"
+        let json = "Formats/samples/json-v3.json"
+        try Tool.golden("inspect-voyages-v7", ["inspect", log], status: 0)
+        try Tool.golden("inspect-voyages-v7-json", ["inspect", "--json", log], status: 0)
+        try Tool.golden("dump-voyages-v7", ["dump", "--format", "table", log], status: 0)
+        try Tool.golden("verify-voyages-v7", ["verify", log], status: 0)
+        try Tool.golden("inspect-json-v3", ["inspect", json], status: 0)
+        try Tool.golden("dump-json-v3", ["dump", "--format", "table", json], status: 0)
+        let inspected = try Tool.run(["inspect", log])
+        #expect(inspected.stdout.contains("  SampleConferenceVoyage : SampleBusinessVoyage\n"))
+        let dumped = try Tool.run(["dump", "--format", "table", json])
+        #expect(dumped.stdout.contains("SampleBusinessVoyage : SampleVoyage (1 record)"))
     }
 
     // MARK: Damaged and foreign inputs

@@ -111,6 +111,25 @@ extension SnapshotTable {
                     + values.joined(separator: ", "))
         }
 
+        // With model inheritance, a uniqueness constraint declared on a class covers its
+        // subclasses: a value a record of one entity of the hierarchy holds is taken for
+        // the others. A clash across entities fails the save; an upsert stays within one.
+        func checkPeers(_ entity: Schema.Entity, _ keys: [IndexKey], _ snapshot: DefaultSnapshot) throws {
+            guard let peers = schema.uniquenessPeers[entity.name] else { return }
+            for peer in peers {
+                for (mine, theirs) in peer.shared where mine < keys.count {
+                    guard owner(peer.entity, theirs, keys[mine]) != nil else { continue }
+                    let names = entity.uniquenessConstraints[mine]
+                    let values = names.map { snapshot.value(forKey: $0, in: entity)?.description ?? "nil" }
+                    throw SwiftDataError(
+                        .uniqueConstraintViolation,
+                        "\(entity.name): a \(peer.entity.name) already has \(names.joined(separator: ", ")) = "
+                            + values.joined(separator: ", ")
+                            + " (the constraint covers every class of the hierarchy that has it)")
+                }
+            }
+        }
+
         // Deletes first: a delete frees its unique values for inserts in the same save.
         for snapshot in request.deleted {
             let entity = try entity(snapshot)
@@ -164,7 +183,10 @@ extension SnapshotTable {
                 finalValues.set(permanent, (entity, pk, snapshot.values, true))
             }
             prepared.insertedIdentifiers.append(permanent)
-            if !keys.isEmpty { claim(entity, keys, permanent.primaryKey ?? 0) }
+            if !keys.isEmpty {
+                try checkPeers(entity, keys, snapshot)
+                claim(entity, keys, permanent.primaryKey ?? 0)
+            }
         }
 
         // The temporary identifiers' replacements, as a dictionary only if something needs
@@ -223,6 +245,7 @@ extension SnapshotTable {
                                 throw violation(entity, i, snapshot)
                             }
                         }
+                        try checkPeers(entity, keys, snapshot)
                         claim(entity, keys, pk)
                     }
                 }

@@ -12,7 +12,7 @@ extension StoredSchema {
     /// JSON store and a version 1 log do not record it.
     package func hasSameShape(as other: StoredSchema) -> Bool {
         let mine = withoutExternalFlags.entities.sorted { $0.name < $1.name }
-        let theirs = other.withoutExternalFlags.entities.sorted { $0.name < $1.name }
+        let theirs = comparable(other).withoutExternalFlags.entities.sorted { $0.name < $1.name }
         return mine == theirs
     }
 

@@ -31,6 +31,21 @@ package struct StoredSchema: Equatable, Sendable {
         package var properties: [Property]
         package var uniqueness: [[String]]
         package var indices: [[String]]
+        /// The entity it inherits from (model inheritance): log format version 7, JSON
+        /// format version 3. `nil` for an entity that inherits from none, and for every
+        /// entity of an older file, which does not record it.
+        package var superentity: String?
+
+        package init(
+            name: String, properties: [Property], uniqueness: [[String]], indices: [[String]],
+            superentity: String? = nil
+        ) {
+            self.name = name
+            self.properties = properties
+            self.uniqueness = uniqueness
+            self.indices = indices
+            self.superentity = superentity
+        }
     }
 
     package var version: [UInt64]
@@ -57,8 +72,29 @@ package struct StoredSchema: Equatable, Sendable {
                     return Property(
                         name: p.name, typeName: p.typeName, flags: flags, destination: p.relationship?.destination)
                 },
-                uniqueness: entity.uniquenessConstraints, indices: entity.indices)
+                uniqueness: entity.uniquenessConstraints, indices: entity.indices, superentity: entity.superentityName)
         }
+    }
+
+    /// Whether any entity inherits from another: such a description is written as log
+    /// format version 7 and JSON format version 3.
+    package var hasSuperentities: Bool { entities.contains { $0.superentity != nil } }
+
+    /// The description without superentities, as a file of an older format version
+    /// records it.
+    package var withoutSuperentities: StoredSchema {
+        var copy = self
+        for e in copy.entities.indices { copy.entities[e].superentity = nil }
+        return copy
+    }
+
+    /// `live` as this stored description compares with it: a description that records no
+    /// superentity (an older file, or one written before the app's classes inherited from
+    /// each other) is compared without them. An entity's records are its own either way,
+    /// so a class that gains a model superclass whose properties its records already hold
+    /// opens as it is.
+    func comparable(_ live: StoredSchema) -> StoredSchema {
+        hasSuperentities ? live : live.withoutSuperentities
     }
 
     /// Whether any attribute is kept in external files.
@@ -102,7 +138,7 @@ package struct StoredSchema: Equatable, Sendable {
     /// Whether `live` differs from this description in its indexes or uniqueness
     /// constraints alone, if at all.
     func differsOnlyInIndexes(from live: StoredSchema) -> Bool {
-        withIndexes(of: live).difference(from: live) == nil
+        withIndexes(of: live).difference(from: comparable(live)) == nil
     }
 
     /// The uniqueness constraints `live` has and this description does not, by entity name:
@@ -120,6 +156,7 @@ package struct StoredSchema: Equatable, Sendable {
     /// The first difference between the stored schema (`self`) and `live`, or `nil` when
     /// they match. Entity order does not matter.
     func difference(from live: StoredSchema) -> String? {
+        let live = comparable(live)
         if version != live.version {
             return "the store holds schema version \(version.map(String.init).joined(separator: ".")), "
                 + "the container's is \(live.version.map(String.init).joined(separator: "."))"
@@ -134,6 +171,10 @@ package struct StoredSchema: Equatable, Sendable {
         }
         for entity in entities {
             guard let other = wanted[entity.name], other != entity else { continue }
+            if entity.superentity != other.superentity {
+                return "\(entity.name) inherits from \(entity.superentity ?? "no entity") in the store "
+                    + "but from \(other.superentity ?? "no entity") in the schema"
+            }
             if entity.properties != other.properties {
                 for i in 0..<max(entity.properties.count, other.properties.count) {
                     let a = i < entity.properties.count ? entity.properties[i].summary : "nothing"

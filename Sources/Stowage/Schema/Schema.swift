@@ -39,6 +39,45 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
         return SwiftDataError(.unknownModelType, "\(entityName) is not in the container's schema")
     }
 
+    /// For each entity of a hierarchy, the other entities a uniqueness constraint of theirs
+    /// shares with it: a constraint declared on a common ancestor covers both, so a value
+    /// one of them holds is taken for the other too.
+    let uniquenessPeers: [String: [UniquenessPeer]]
+
+    /// Another entity of the same hierarchy and the constraints both have from a common
+    /// ancestor, as positions in each one's ``Entity/uniquenessConstraints``.
+    struct UniquenessPeer: Sendable {
+        let entity: Entity
+        let shared: [(mine: Int, theirs: Int)]
+    }
+
+    static func uniquenessPeers(_ entities: [Entity]) -> [String: [UniquenessPeer]] {
+        func ancestors(_ entity: Entity) -> [Entity] {
+            var chain: [Entity] = []
+            var current: Entity? = entity
+            while let e = current {
+                chain.append(e)
+                current = e.superentity
+            }
+            return chain
+        }
+        var result: [String: [UniquenessPeer]] = [:]
+        for entity in entities where entity.superentity != nil || entities.contains(where: { $0.superentity === entity }) {
+            let mine = ancestors(entity)
+            for other in entities where other !== entity {
+                let theirs = ancestors(other)
+                guard let common = mine.first(where: { a in theirs.contains { $0 === a } }) else { continue }
+                var shared: [(mine: Int, theirs: Int)] = []
+                for (i, names) in entity.uniquenessConstraints.enumerated()
+                where common.uniquenessConstraints.contains(names) {
+                    if let j = other.uniquenessConstraints.firstIndex(of: names) { shared.append((i, j)) }
+                }
+                if !shared.isEmpty { result[entity.name, default: []].append(UniquenessPeer(entity: other, shared: shared)) }
+            }
+        }
+        return result
+    }
+
     /// The entities of the schema that inherit from `entity` directly.
     ///
     /// SwiftData has `Schema.Entity.subentities`; Stowage's entities are shared by every
@@ -88,6 +127,7 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
             }
         }
         self.descendantsByName = family
+        self.uniquenessPeers = Self.uniquenessPeers(ordered.filter { byName[$0.name] === $0 })
         self.version = version
         self.boundsRelationshipCounts = ordered.contains { !$0.countBounds.isEmpty }
         self.relationshipDestinations = Set(

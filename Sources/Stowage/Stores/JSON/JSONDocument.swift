@@ -8,12 +8,18 @@ package enum JSONDocument {
     /// The newest version: version 2 adds the `history` member, which a document has only
     /// when its store keeps history (``JSONStoreConfiguration/keepsHistory``); a document
     /// without one is written as version 1, byte for byte as before.
-    package static let formatVersion: Int64 = 2
+    /// Version 3 adds `superentity` to the schema's entities (model inheritance); its
+    /// `history` member is there when the store keeps history.
+    package static let formatVersion: Int64 = 3
     /// The versions this Stowage reads.
-    package static let readableVersions: ClosedRange<Int64> = 1...2
+    package static let readableVersions: ClosedRange<Int64> = 1...3
 
-    /// The version a document of `table` is written as: 2 with a history, 1 without.
-    static func version(of table: SnapshotTable) -> Int64 { table.history == nil ? 1 : 2 }
+    /// The version a document of `table` is written as: 3 for a schema with model
+    /// inheritance, else 2 with a history and 1 without.
+    static func version(of table: SnapshotTable) -> Int64 {
+        if table.schema.entities.contains(where: { $0.superentity != nil }) { return 3 }
+        return table.history == nil ? 1 : 2
+    }
 
     // MARK: Rendering
 
@@ -151,6 +157,10 @@ package enum JSONDocument {
                 w.endObject()
             }
             w.endArray()
+            if let superentity = entity.superentityName {
+                w.key("superentity")
+                w.string(superentity)
+            }
             w.key("unique")
             groups(entity.uniquenessConstraints)
             w.endObject()
@@ -248,10 +258,12 @@ package enum JSONDocument {
                         typeName: try string(p["type"], "\(context), property \(propertyName): type"),
                         flags: flags, destination: destination))
             }
+            var superentity: String?
+            if let named = entity["superentity"] { superentity = try string(named, "\(context): superentity") }
             entities.append(
                 StoredSchema.Entity(
                     name: name, properties: properties, uniqueness: try groups(entity["unique"], "\(context): unique"),
-                    indices: try groups(entity["indexes"], "\(context): indexes")))
+                    indices: try groups(entity["indexes"], "\(context): indexes"), superentity: superentity))
         }
         return StoredSchema(version: parts.map { $0! }, entities: entities)
     }

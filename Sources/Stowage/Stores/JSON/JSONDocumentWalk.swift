@@ -134,8 +134,13 @@ package enum JSONDocumentWalk {
         }
         try visitor.header(storeIdentifier: storeIdentifier, nextPrimaryKey: nextPrimaryKey)
         let schema: StoredSchema
-        do {
+        var documentVersion: Int64 = 1
+        if case .integer(let version)? = top["version"] { documentVersion = version }
+        do throws(JSONDocument.Problem) {
             schema = try JSONDocument.readSchema(top["schema"] ?? .null)
+            if documentVersion < 3, schema.hasSuperentities {
+                throw .corrupt("a version \(documentVersion) document's schema names no superentity (version 3 does)")
+            }
         } catch {
             return try visitor.report(.schema(error))
         }
@@ -145,13 +150,13 @@ package enum JSONDocumentWalk {
         }
         var maximumKey: Int64 = 0
         try entityGroups(groups, storeIdentifier, &maximumKey, &visitor)
-        var versionTwo = false
-        if case .integer(2)? = top["version"] { versionTwo = true }
+        // Version 2 has a history; version 3 (superentities) has one when its store keeps it.
+        let versionTwo = documentVersion == 2
         if top["history"] == nil, versionTwo {
             return try visitor.report(.history(.corrupt("a version 2 document must have a history member")))
         }
         if let history = top["history"] {
-            guard versionTwo else {
+            guard documentVersion >= 2 else {
                 return try visitor.report(.history(.corrupt("a version 1 document has no history member")))
             }
             do {

@@ -6,11 +6,13 @@ package enum LogCodec {
 
     // MARK: Header record
 
-    static func encodeHeader(storeIdentifier: String, createdAt: Int64, schema: StoredSchema) -> [UInt8] {
+    static func encodeHeader(
+        storeIdentifier: String, createdAt: Int64, schema: StoredSchema, formatVersion: LogFormatVersion
+    ) -> [UInt8] {
         var w = LogByteWriter()
         w.string(storeIdentifier)
         w.zigzag(createdAt)
-        schema.encode(into: &w)
+        schema.encode(into: &w, formatVersion: formatVersion)
         return w.bytes
     }
 

@@ -13,7 +13,14 @@ package struct LogFormatVersion: RawRepresentable, Hashable, Comparable, Sendabl
     /// The version Stowage writes when it creates or rewrites a file.
     package static let current: LogFormatVersion = 6
     /// The versions Stowage reads, and appends to in their own layout.
-    package static let readable: ClosedRange<LogFormatVersion> = 1...6
+    package static let readable: ClosedRange<LogFormatVersion> = 1...7
+
+    /// The version a new or compacted file of `description` is written as: version 7 for
+    /// a schema with model inheritance, whose entities name their superentities, and
+    /// ``current`` otherwise, byte for byte as before version 7.
+    package static func forNewFile(_ description: StoredSchema) -> LogFormatVersion {
+        description.hasSuperentities ? 7 : current
+    }
 
     package static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 
@@ -48,4 +55,8 @@ package struct LogFormatVersion: RawRepresentable, Hashable, Comparable, Sendabl
     /// Version 6: a commit records what its updates changed and its deletes' preserved
     /// values, and history records (type 5) keep the history through compaction.
     package var keepsHistory: Bool { rawValue >= 6 }
+
+    /// Version 7: each entity of the header and layout records names its superentity
+    /// (model inheritance), empty for none.
+    package var recordsSuperentities: Bool { rawValue >= 7 }
 }

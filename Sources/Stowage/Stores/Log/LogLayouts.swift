@@ -44,7 +44,7 @@ package struct LogLayoutRecord: Sendable {
     /// The record's payload.
     func encode(map: LogEntityMap) throws -> [UInt8] {
         var w = LogByteWriter()
-        schema.encode(into: &w)
+        schema.encode(into: &w, formatVersion: map.formatVersion)
         let previousCount = map.names.count
         for (i, entity) in schema.entities.enumerated() {
             guard i < previousCount else {

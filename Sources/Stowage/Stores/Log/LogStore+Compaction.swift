@@ -94,7 +94,8 @@ extension LogStore {
     func rewrite(_ w: inout WriterState, from source: SnapshotTable, keepingHistory: Bool = true) throws {
         let generation = w.generation + 1
         let header = LogFormat.FileHeader(
-            salt: Self.newSalt(configuration, generation: generation), generation: generation)
+            salt: Self.newSalt(configuration, generation: generation), generation: generation,
+            version: LogFormatVersion.forNewFile(storedSchema))
         let temporary = path + ".compact"
         try fs.remove(temporary)
         guard let fd = try fs.open(temporary, mode: .createNew) else {

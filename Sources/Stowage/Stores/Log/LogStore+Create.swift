@@ -9,9 +9,11 @@ extension LogStore {
         let fs = configuration.fileSystem
         let identifier = configuration.fixedStoreIdentifier ?? "log-" + UUID().uuidString
         let requested = LogFormatVersion(rawValue: configuration.newFileFormatVersion)
-        let version = LogFormat.readableVersions.contains(requested) ? requested : LogFormat.version
-        let description =
-            version.hasExternalStorage ? StoredSchema(schema) : StoredSchema(schema).withoutExternalFlags
+        let described = StoredSchema(schema)
+        var version = LogFormat.readableVersions.contains(requested) ? requested : LogFormat.version
+        if version == LogFormat.version { version = LogFormatVersion.forNewFile(described) }
+        var description = version.hasExternalStorage ? described : described.withoutExternalFlags
+        if !version.recordsSuperentities { description = description.withoutSuperentities }
         let createdAt = configuration.clock?() ?? Int64((Date().timeIntervalSince1970 * 1000).rounded())
         let header = LogFormat.FileHeader(
             salt: newSalt(configuration, generation: 0), generation: 0, version: version)

@@ -71,7 +71,8 @@ extension LogStore {
         _ header: LogFormat.FileHeader, storeIdentifier: String, createdAt: Int64, schema: StoredSchema
     ) -> [UInt8] {
         var bytes = LogFormat.encodeFileHeader(header)
-        let payload = LogCodec.encodeHeader(storeIdentifier: storeIdentifier, createdAt: createdAt, schema: schema)
+        let payload = LogCodec.encodeHeader(
+            storeIdentifier: storeIdentifier, createdAt: createdAt, schema: schema, formatVersion: header.version)
         bytes += LogFormat.frame(type: .header, payload: payload, salt: header.salt, offset: Int64(bytes.count))
         return bytes
     }

@@ -4,11 +4,12 @@ import Foundation
 /// record"): the log's own encoding of the description every disk store keeps.
 extension StoredSchema {
     /// Appends the description in the header record's layout.
-    package func encode(into w: inout LogByteWriter) {
+    package func encode(into w: inout LogByteWriter, formatVersion: LogFormatVersion) {
         for part in version { w.varint(part) }
         w.varint(entities.count)
         for entity in entities {
             w.string(entity.name)
+            if formatVersion.recordsSuperentities { w.string(entity.superentity ?? "") }
             w.varint(entity.properties.count)
             for p in entity.properties {
                 w.string(p.name)
@@ -37,6 +38,7 @@ extension StoredSchema {
         var entities: [Entity] = []
         for _ in 0..<entityCount {
             let name = try r.string()
+            let superentity = formatVersion.recordsSuperentities ? try r.string() : ""
             let propertyCount = try r.count()
             var properties: [Property] = []
             for _ in 0..<propertyCount {
@@ -60,7 +62,9 @@ extension StoredSchema {
                 groupLists.append(groups)
             }
             entities.append(
-                Entity(name: name, properties: properties, uniqueness: groupLists[0], indices: groupLists[1]))
+                Entity(
+                    name: name, properties: properties, uniqueness: groupLists[0], indices: groupLists[1],
+                    superentity: superentity.isEmpty ? nil : superentity))
         }
         return StoredSchema(version: version, entities: entities)
     }
