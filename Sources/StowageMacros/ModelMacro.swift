@@ -272,7 +272,8 @@ public struct ModelMacro: MemberMacro, MemberAttributeMacro, ExtensionMacro {
     /// superclass's backing data and observation registrar, lists the inherited
     /// properties before its own, and names its superclass for the schema.
     static func subclassMembers(
-        _ classDecl: ClassDeclSyntax, members: [PersistedMember], typeName: String, entityName: String, superclass: TypeSyntax,
+        _ classDecl: ClassDeclSyntax, members: [PersistedMember], typeName: String, entityName: String,
+        superclass: TypeSyntax,
         storageLines: [String]
     ) -> [DeclSyntax] {
         let superName = simpleTypeName(superclass)

@@ -297,27 +297,28 @@ struct Inspect: StowageCommand {
                 "entities",
                 .array(
                     schema.entities.map { entity in
-                        .object([
-                            ("name", .string(entity.name)),
-                            (
-                                "properties",
-                                .array(
-                                    entity.properties.map { p in
-                                        var members: [(String, JSON)] = [
-                                            ("name", .string(p.name)), ("type", .string(p.typeName)),
-                                            ("optional", .bool(p.isOptional)),
-                                        ]
-                                        if p.isExternal { members.append(("externalStorage", .bool(true))) }
-                                        if let destination = p.destination {
-                                            members.append(("destination", .string(destination)))
-                                            members.append(("toMany", .bool(p.isToMany)))
-                                        }
-                                        return .object(members)
-                                    })
-                            ),
-                            ("unique", .array(entity.unique.map { .array($0.map(JSON.string)) })),
-                            ("indexes", .array(entity.indexes.map { .array($0.map(JSON.string)) })),
-                        ] + (entity.superentity.map { [("superentity", JSON.string($0))] } ?? []))
+                        .object(
+                            [
+                                ("name", .string(entity.name)),
+                                (
+                                    "properties",
+                                    .array(
+                                        entity.properties.map { p in
+                                            var members: [(String, JSON)] = [
+                                                ("name", .string(p.name)), ("type", .string(p.typeName)),
+                                                ("optional", .bool(p.isOptional)),
+                                            ]
+                                            if p.isExternal { members.append(("externalStorage", .bool(true))) }
+                                            if let destination = p.destination {
+                                                members.append(("destination", .string(destination)))
+                                                members.append(("toMany", .bool(p.isToMany)))
+                                            }
+                                            return .object(members)
+                                        })
+                                ),
+                                ("unique", .array(entity.unique.map { .array($0.map(JSON.string)) })),
+                                ("indexes", .array(entity.indexes.map { .array($0.map(JSON.string)) })),
+                            ] + (entity.superentity.map { [("superentity", JSON.string($0))] } ?? []))
                     })
             ),
         ])

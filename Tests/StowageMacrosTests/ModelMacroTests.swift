@@ -593,7 +593,8 @@ struct ModelMacroTests {
         #expect(result.diagnostics.isEmpty)
         #expect(result.source.contains("public required init(backingData: Stowage.ModelBackingData) {"))
         #expect(result.source.contains("public class var _stowageEntityName: String {"))
-        #expect(result.source.contains("public class var _stowageSuperentityType: (any Stowage.PersistentModel.Type)? {"))
+        #expect(
+            result.source.contains("public class var _stowageSuperentityType: (any Stowage.PersistentModel.Type)? {"))
         #expect(result.source.contains("_stowageMetadata_Note(Note.self)"))
         #expect(
             result.source.contains(
@@ -610,7 +611,9 @@ struct ModelMacroTests {
         #expect(result.source.contains("self._getValue(forKey: \\.body, at: 0)"))
     }
 
-    @Test("A subclass of a model class overrides the class members, lists the inherited metadata first, and shares the backing data")
+    @Test(
+        "A subclass of a model class overrides the class members, lists the inherited metadata first, and shares the backing data"
+    )
     func subclass() {
         // The compiler leaves `PersistentModel` out of the conformances a subclass of a
         // model class is missing; the test says so by naming none.
@@ -627,7 +630,9 @@ struct ModelMacroTests {
         #expect(result.diagnostics.isEmpty)
         #expect(result.source.contains("public override class var _stowageEntityName: String {"))
         #expect(result.source.contains("Trip.self"))
-        #expect(result.source.contains("public override func _stowageSettleInitialValues(into data: Stowage.ModelBackingData) {"))
+        #expect(
+            result.source.contains(
+                "public override func _stowageSettleInitialValues(into data: Stowage.ModelBackingData) {"))
         #expect(result.source.contains("Trip._stowageMetadata_Trip(root) + ["))
         #expect(result.source.contains("super.init(backingData: backingData)"))
         #expect(!result.source.contains("public var persistentBackingData"))
@@ -658,7 +663,8 @@ struct ModelMacroTests {
                 var company: String = ""
             }
             """#, macros: subclassMacros)
-        #expect(result.diagnostics.map(\.message).contains { $0.contains("'#Index' in a model subclass is not supported") })
+        #expect(
+            result.diagnostics.map(\.message).contains { $0.contains("'#Index' in a model subclass is not supported") })
     }
 }
 

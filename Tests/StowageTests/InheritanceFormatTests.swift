@@ -82,7 +82,8 @@ struct InheritanceFormatTests {
         #expect(text.contains("\"superentity\": \"SampleBusinessVoyage\""))
         #expect(text.contains("\"version\": 3\n}"))
         let container = try ModelContainer(
-            for: InheritanceSamples.schema, configurations: [JSONTest.configuration(url, schema: InheritanceSamples.schema)])
+            for: InheritanceSamples.schema,
+            configurations: [JSONTest.configuration(url, schema: InheritanceSamples.schema)])
         try checkVoyages(container)
     }
 

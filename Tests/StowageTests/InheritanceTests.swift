@@ -69,7 +69,8 @@ struct InheritanceTests {
         personal.companion = "Ana"
         context.insert(personal)
         context.insert(BusinessVoyage(name: "b1", destination: "Lisbon", startDate: Self.day + 20, company: "Acme"))
-        let conference = ConferenceVoyage(name: "c1", destination: "Cupertino", startDate: Self.day + 5, company: "Apple")
+        let conference = ConferenceVoyage(
+            name: "c1", destination: "Cupertino", startDate: Self.day + 5, company: "Apple")
         context.insert(conference)
         try context.save()
     }
@@ -82,7 +83,10 @@ struct InheritanceTests {
         #expect(voyage.superentity == nil)
         #expect(business.superentityName == "Voyage")
         #expect(conference.superentity?.name == "BusinessVoyage")
-        #expect(business.properties.map(\.name).prefix(5) == ["name", "destination", "startDate", "isArchived", "traveller"])
+        #expect(
+            business.properties.map(\.name).prefix(5) == [
+                "name", "destination", "startDate", "isArchived", "traveller",
+            ])
         #expect(business.inheritedProperties.count == voyage.properties.count)
         #expect(business.properties.map(\.name).suffix(2) == ["company", "expenseReport"])
         #expect(schema.subentities(of: voyage).map(\.name) == ["BusinessVoyage"])
@@ -127,7 +131,8 @@ struct InheritanceTests {
         try seed(ModelContext(container))
         let context = ModelContext(container)
         let inLisbon = try context.fetch(
-            FetchDescriptor<BusinessVoyage>(predicate: #Predicate { $0.destination == "Lisbon" && $0.company == "Acme" }))
+            FetchDescriptor<BusinessVoyage>(
+                predicate: #Predicate { $0.destination == "Lisbon" && $0.company == "Acme" }))
         #expect(inLisbon.map(\.name) == ["b1"])
         let apple = try context.fetch(FetchDescriptor<BusinessVoyage>(predicate: #Predicate { $0.company == "Apple" }))
         #expect(apple.map(\.name) == ["c1"])
@@ -136,7 +141,8 @@ struct InheritanceTests {
                 predicate: #Predicate { trip in trip is BusinessVoyage }, sortBy: [SortDescriptor(\.name)]))
         #expect(business.map(\.name) == ["b1", "c1"])
         let notBusiness = try context.fetch(
-            FetchDescriptor<Voyage>(predicate: #Predicate { !($0 is BusinessVoyage) }, sortBy: [SortDescriptor(\.name)]))
+            FetchDescriptor<Voyage>(predicate: #Predicate { !($0 is BusinessVoyage) }, sortBy: [SortDescriptor(\.name)])
+        )
         #expect(notBusiness.map(\.name) == ["p1", "v1"])
         let acme = try context.fetch(
             FetchDescriptor<Voyage>(predicate: #Predicate { ($0 as? BusinessVoyage)?.company == "Acme" }))
@@ -150,7 +156,8 @@ struct InheritanceTests {
         window.fetchOffset = 1
         let firstTwo = try context.fetch(window)
         #expect(firstTwo.map(\.name) == ["p1", "c1"])
-        #expect(try context.fetchCount(FetchDescriptor<Voyage>(predicate: #Predicate { $0.destination == "Lisbon" })) == 2)
+        #expect(
+            try context.fetchCount(FetchDescriptor<Voyage>(predicate: #Predicate { $0.destination == "Lisbon" })) == 2)
     }
 
     @Test(arguments: stores)
@@ -161,7 +168,8 @@ struct InheritanceTests {
         try context.save()
         let business = BusinessVoyage(name: "b1", destination: "Lisbon", startDate: Self.day + 1, company: "Acme")
         context.insert(business)
-        #expect(try context.fetch(FetchDescriptor<Voyage>(sortBy: [SortDescriptor(\.name)])).map(\.name) == ["b1", "v1"])
+        #expect(
+            try context.fetch(FetchDescriptor<Voyage>(sortBy: [SortDescriptor(\.name)])).map(\.name) == ["b1", "v1"])
         #expect(try context.fetchCount(FetchDescriptor<Voyage>()) == 2)
         #expect(try context.fetch(FetchDescriptor<BusinessVoyage>()).first === business)
         business.company = "Initech"
@@ -206,9 +214,13 @@ struct InheritanceTests {
         let container = try container(store)
         try seed(ModelContext(container))
         let context = ModelContext(container)
-        try context.delete(model: Voyage.self, where: #Predicate { $0.destination == "Lisbon" }, includeSubclasses: false)
+        try context.delete(
+            model: Voyage.self, where: #Predicate { $0.destination == "Lisbon" }, includeSubclasses: false)
         try context.save()
-        #expect(try context.fetch(FetchDescriptor<Voyage>(sortBy: [SortDescriptor(\.name)])).map(\.name) == ["b1", "c1", "p1"])
+        #expect(
+            try context.fetch(FetchDescriptor<Voyage>(sortBy: [SortDescriptor(\.name)])).map(\.name) == [
+                "b1", "c1", "p1",
+            ])
         let day = Self.day
         try context.delete(model: Voyage.self, where: #Predicate { $0.startDate > day }, includeSubclasses: true)
         try context.save()
@@ -235,7 +247,8 @@ struct InheritanceTests {
         // Within one class, a unique clash is an upsert as ever.
         context.insert(BusinessVoyage(name: "b1", destination: "Oslo", startDate: Self.day, company: "Initech"))
         try context.save()
-        let upserted = try ModelContext(container).fetch(FetchDescriptor<BusinessVoyage>(predicate: #Predicate { $0.name == "b1" }))
+        let upserted = try ModelContext(container).fetch(
+            FetchDescriptor<BusinessVoyage>(predicate: #Predicate { $0.name == "b1" }))
         #expect(upserted.map(\.company) == ["Initech"])
     }
 
@@ -252,7 +265,9 @@ struct InheritanceTests {
     @Test(arguments: [StoreKind.log, .json])
     func theHierarchyIsThereAfterReopening(kind: StoreKind) throws {
         let directory = LogTestDirectory.fresh()
-        let schema = Schema([Voyage.self, PersonalVoyage.self, BusinessVoyage.self, ConferenceVoyage.self, Traveller.self])
+        let schema = Schema([
+            Voyage.self, PersonalVoyage.self, BusinessVoyage.self, ConferenceVoyage.self, Traveller.self,
+        ])
         do {
             let container = try kind.container(schema, in: directory)
             try seed(ModelContext(container))
@@ -265,4 +280,3 @@ struct InheritanceTests {
         StoreKind.close(container)
     }
 }
-

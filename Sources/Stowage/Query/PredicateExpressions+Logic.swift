@@ -80,7 +80,9 @@ extension PredicateExpressions.TypeCheck: QueryCompilable {
             name = target.name
         }
         // The conditional cast is `nil` exactly when the check fails.
-        return (.compare(.notEqual, .cast(x, typeName: name, conditional: true, check: check), .constant(.null)), .value)
+        return (
+            .compare(.notEqual, .cast(x, typeName: name, conditional: true, check: check), .constant(.null)), .value
+        )
     }
 }
 
@@ -90,7 +92,8 @@ extension PredicateCompiler {
     /// from it, and that entity, whose own properties the cast value then reads; `nil` when
     /// the cast is not of a model to a model class.
     /// - Throws: `.unsupportedPredicate` when the class is not in the schema.
-    func modelCast(from kind: Kind, to desired: Any.Type) throws -> (@Sendable (SnapshotValue) -> Bool, Schema.Entity)? {
+    func modelCast(from kind: Kind, to desired: Any.Type) throws -> (@Sendable (SnapshotValue) -> Bool, Schema.Entity)?
+    {
         guard case .model = kind, let type = desired as? any PersistentModel.Type else { return nil }
         guard let target = schema.entity(forModelType: type) else {
             throw Self.unsupported("a cast to \(type), which is not in the container's schema")

@@ -62,7 +62,8 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
             return chain
         }
         var result: [String: [UniquenessPeer]] = [:]
-        for entity in entities where entity.superentity != nil || entities.contains(where: { $0.superentity === entity }) {
+        for entity in entities
+        where entity.superentity != nil || entities.contains(where: { $0.superentity === entity }) {
             let mine = ancestors(entity)
             for other in entities where other !== entity {
                 let theirs = ancestors(other)
@@ -72,7 +73,9 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
                 where common.uniquenessConstraints.contains(names) {
                     if let j = other.uniquenessConstraints.firstIndex(of: names) { shared.append((i, j)) }
                 }
-                if !shared.isEmpty { result[entity.name, default: []].append(UniquenessPeer(entity: other, shared: shared)) }
+                if !shared.isEmpty {
+                    result[entity.name, default: []].append(UniquenessPeer(entity: other, shared: shared))
+                }
             }
         }
         return result
