@@ -115,7 +115,8 @@ extension SnapshotTable {
         // subclasses: a value a record of one entity of the hierarchy holds is taken for
         // the others. A clash across entities fails the save; an upsert stays within one.
         func checkPeers(_ entity: Schema.Entity, _ keys: [IndexKey], _ snapshot: DefaultSnapshot) throws {
-            guard let peers = schema.uniquenessPeers[entity.name] else { return }
+            // Most schemas have no hierarchy: no name is hashed for them.
+            guard !schema.uniquenessPeers.isEmpty, let peers = schema.uniquenessPeers[entity.name] else { return }
             for peer in peers {
                 for (mine, theirs) in peer.shared where mine < keys.count {
                     guard owner(peer.entity, theirs, keys[mine]) != nil else { continue }
