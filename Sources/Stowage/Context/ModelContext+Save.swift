@@ -314,6 +314,7 @@ extension ModelContext {
             NotificationKey.updatedIdentifiers.rawValue: Set(updatedIDs),
             NotificationKey.deletedIdentifiers.rawValue: Set(deletedIDs),
         ]
+        saveGeneration &+= 1
         NotificationCenter.default.post(name: ModelContext.didSave, object: self, userInfo: userInfo)
     }
 }

@@ -93,6 +93,15 @@ public final class ModelContext {
     /// What a save does when an insert collides with a unique constraint. The default,
     /// `.upsert`, is SwiftData's; `.fail` makes the save throw. Stowage's addition.
     public var uniquenessPolicy: UniquenessPolicy = .upsert
+    /// The undo manager that records this context's changes, or `nil` (the default) for
+    /// none. See `ModelContext+Undo.swift`.
+    public var undoManager: UndoManager? {
+        didSet { undoManagerChanged(from: oldValue) }
+    }
+    /// The undo state: the group of changes being recorded, and the manager's checkpoints.
+    var undo = UndoState()
+    /// Counts this context's saves, so that an undo can tell whether one came between.
+    var saveGeneration = 0
 
     let editingID = UUID()
     /// In a custom migration stage's `didMigrate`: a read-only context on the records as
@@ -193,6 +202,7 @@ public final class ModelContext {
     }
 
     deinit {
+        if let observer = undo.checkpointObserver { NotificationCenter.default.removeObserver(observer) }
         core.contexts.remove(link)
         let state = EditingState(id: editingID, author: author)
         for store in core.stores { store.invalidateState(for: state) }
@@ -214,6 +224,9 @@ public final class ModelContext {
         /// Whether ``enumerate(_:batchSize:allowEscapingMutations:block:)`` is handing a batch
         /// to its block.
         var handsOutBatch = false
+        /// Whether the context keeps an undo manager, so that its models tell it before
+        /// they change (``ModelContext/undoManager``).
+        var recordsUndo = false
         /// The observation registrar that batch's models share, made by the first of them
         /// read (``ModelBackingData/_firstObservation()``): a batch none of whose models is
         /// read makes none.
@@ -316,6 +329,7 @@ public final class ModelContext {
         let data = model.persistentBackingData
         let id = data.persistentModelID
         if let existing = data.context, existing !== self { return }
+        if link.recordsUndo, !data.isRegistered(in: self) || deletedModels[id] != nil { captureForUndo(model) }
         if !deletedModels.isEmpty, deletedModels[id] != nil {
             // Inserting a deleted model takes the delete back.
             deletedModels[id] = nil
@@ -362,6 +376,7 @@ public final class ModelContext {
         let data = model.persistentBackingData
         let id = data.persistentModelID
         guard data.isRegistered(in: self), deletedModels[id] == nil else { return }
+        if link.recordsUndo { captureDeleteForUndo(model) }
         if id.isTemporary {
             removeInserted(id)
             unlinkAll(model)
@@ -451,9 +466,11 @@ public final class ModelContext {
     /// `delete`), so calling this is not needed; it is for code that wants the merge to
     /// happen at a moment of its choosing, such as right after a `didSave` notification of
     /// another context. Stowage records its own changes as they happen, so there is no
-    /// other pending work.
+    /// other pending work, except for undo: with an ``undoManager``, this ends the undo step
+    /// the changes since the last call make (on Linux, where no run loop ends it).
     public func processPendingChanges() {
         applyPendingMerges()
+        closeUndoEvent()
     }
 
     // MARK: Identity map

@@ -9,7 +9,8 @@ extension ModelBackingData {
         }
     }
 
-    func setReferences(_ refs: [RelatedReference], at index: Int) {
+    func setReferences(_ refs: [RelatedReference], at index: Int, owner: any PersistentModel) {
+        willChange(owner)
         ensureSlots()
         writtenProperties |= Self.writtenBit(index)
         if entity.properties[index].relationship?.isToOne == true {
@@ -57,7 +58,7 @@ extension ModelBackingData {
         }
         let old = references(at: index)
         let oldIDs = Set(old.map(\.id))
-        setReferences(unique.map(RelatedReference.init), at: index)
+        setReferences(unique.map(RelatedReference.init), at: index, owner: owner)
         context?.modelDidChange(owner)
         if let context {
             for model in unique
@@ -88,16 +89,17 @@ extension ModelBackingData {
                 if let previousOwner = other.resolve(previous) {
                     let prev = previousOwner.persistentBackingData
                     prev.setReferences(
-                        prev.references(at: index).filter { $0.id != model.persistentModelID }, at: index)
+                        prev.references(at: index).filter { $0.id != model.persistentModelID }, at: index,
+                        owner: previousOwner)
                     prev.context?.modelDidChange(previousOwner)
                 }
             }
-            other.setReferences([RelatedReference(owner)], at: q)
+            other.setReferences([RelatedReference(owner)], at: q, owner: model)
         } else {
             var refs = other.references(at: q)
             if !refs.contains(where: { $0.id == ownerID }) {
                 refs.append(RelatedReference(owner))
-                other.setReferences(refs, at: q)
+                other.setReferences(refs, at: q, owner: model)
             }
         }
         other.context?.modelDidChange(model)
@@ -116,7 +118,7 @@ extension ModelBackingData {
         let q = inverse.property.index
         let refs = other.references(at: q)
         guard refs.contains(where: { $0.id == ownerID }) else { return }
-        other.setReferences(refs.filter { $0.id != ownerID }, at: q)
+        other.setReferences(refs.filter { $0.id != ownerID }, at: q, owner: model)
         other.context?.modelDidChange(model)
     }
 

@@ -44,10 +44,10 @@ public final class ModelBackingData {
     /// than `slots` (24 bytes a value, not 40) and a save copies it as it is. Any other write
     /// moves the values to `slots`.
     /// Stowage's own optimization: SwiftData has nothing like it to mirror.
-    @exclusivity(unchecked) private var encodedValues: [SnapshotValue] = []
+    @exclusivity(unchecked) var encodedValues: [SnapshotValue] = []
     /// In values mode, a bit for each property not written yet: a new model in its `init`.
-    @exclusivity(unchecked) private var unsetValues: UInt64 = 0
-    @exclusivity(unchecked) private var assignedID: PersistentIdentifier?
+    @exclusivity(unchecked) var unsetValues: UInt64 = 0
+    @exclusivity(unchecked) var assignedID: PersistentIdentifier?
     /// The model's identifier: a temporary one, made when first asked for, until a store
     /// assigns a permanent one.
     public internal(set) var persistentModelID: PersistentIdentifier {
@@ -65,7 +65,7 @@ public final class ModelBackingData {
         get { contextLink?.context }
         set { contextLink = newValue?.link }
     }
-    @exclusivity(unchecked) private var contextLink: ModelContext.Link?
+    @exclusivity(unchecked) var contextLink: ModelContext.Link?
     /// Whether the model is registered in `context`: no weak load.
     func isRegistered(in context: ModelContext) -> Bool { contextLink === context.link }
     var isDeleted = false
@@ -522,6 +522,7 @@ public final class ModelBackingData {
     @usableFromInline
     func setAttributeValue<Value>(at index: Int, _ value: Value, owner: any PersistentModel) {
         bindIfNeeded(owner)
+        willChange(owner)
         writtenProperties |= Self.writtenBit(index)
         if !writeEncoded(value, at: index) {
             ensureSlots()
