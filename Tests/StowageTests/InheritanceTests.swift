@@ -88,6 +88,8 @@ struct InheritanceTests {
                 "name", "destination", "startDate", "isArchived", "traveller",
             ])
         #expect(business.inheritedProperties.count == voyage.properties.count)
+        #expect(business.inheritedPropertiesByName["destination"]?.index == 1)
+        #expect(business.inheritedPropertiesByName["company"] == nil)
         #expect(business.properties.map(\.name).suffix(2) == ["company", "expenseReport"])
         #expect(schema.subentities(of: voyage).map(\.name) == ["BusinessVoyage"])
         // The base's key paths and the subclass's own name the same property.

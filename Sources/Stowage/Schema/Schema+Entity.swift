@@ -124,7 +124,8 @@ extension Schema {
         }
 
         /// The name of the entity this one inherits from (model inheritance): its model
-        /// class's superclass, when that is a model class.
+        /// class's superclass, when that is a model class. Stowage's own; the same as
+        /// `superentity?.name`.
         public let superentityName: String?
         /// The entity this one inherits from. Its properties come first in this entity's,
         /// at the same positions, so a predicate, a sort or an index over them reads a
@@ -135,6 +136,11 @@ extension Schema {
         /// ``properties``.
         public var inheritedProperties: [PropertyMetadata] {
             Array(properties.prefix(superentity?.properties.count ?? 0))
+        }
+
+        /// ``inheritedProperties`` by name.
+        public var inheritedPropertiesByName: [String: PropertyMetadata] {
+            Dictionary(inheritedProperties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         }
 
         /// Whether this entity is `other` or inherits from it.
