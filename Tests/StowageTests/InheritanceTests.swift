@@ -1,6 +1,8 @@
 import Foundation
+import Observation
 @_spi(Testing) import Stowage
 import StowageTestSupport
+import Synchronization
 import Testing
 
 // The seed's model inheritance, under names of their own so they do not meet the other
@@ -280,5 +282,40 @@ struct InheritanceTests {
         #expect(all.map(\.name) == ["b1", "c1", "p1", "v1"])
         #expect((all[1] as? ConferenceVoyage)?.company == "Apple")
         StoreKind.close(container)
+    }
+
+    /// A subclass model's accessors for inherited properties hand Observation the base's
+    /// key paths: a merge of another context's save and an undo tell those observers.
+    @Test func observersOfAnInheritedPropertyHearMergesAndUndos() throws {
+        let container = try container("MemoryStore")
+        let context = ModelContext(container)
+        let business = BusinessVoyage(name: "b1", destination: "Lisbon", startDate: Self.day, company: "Acme")
+        context.insert(business)
+        try context.save()
+        func heard(_ change: () throws -> Void) rethrows -> Bool {
+            let flag = Mutex(false)
+            withObservationTracking {
+                _ = business.destination
+            } onChange: {
+                flag.withLock { $0 = true }
+            }
+            try change()
+            return flag.withLock { $0 }
+        }
+        let other = ModelContext(container)
+        #expect(
+            try heard {
+                let mine = try #require(try other.fetch(FetchDescriptor<BusinessVoyage>()).first)
+                mine.destination = "Porto"
+                try other.save()
+                context.processPendingChanges()
+            })
+        #expect(business.destination == "Porto")
+        let undo = UndoManager()
+        context.undoManager = undo
+        business.destination = "Faro"
+        context.processPendingChanges()
+        #expect(heard { undo.undo() })
+        #expect(business.destination == "Porto")
     }
 }

@@ -192,7 +192,7 @@ extension ModelContext {
         let properties = data.entity.properties
         if let observation {
             for index in changed {
-                model.observationEvent(properties[index].keypath, observation.registrar, willSet: true)
+                model.observationEvent(data.entity.observedKeyPath(at: index), observation.registrar, willSet: true)
             }
         }
         if keepingWritten {
@@ -202,7 +202,7 @@ extension ModelContext {
         }
         if let observation {
             for index in changed {
-                model.observationEvent(properties[index].keypath, observation.registrar, willSet: false)
+                model.observationEvent(data.entity.observedKeyPath(at: index), observation.registrar, willSet: false)
             }
         }
     }
@@ -210,17 +210,30 @@ extension ModelContext {
 
 extension PersistentModel {
     /// Tells `registrar`'s observers of the property `keyPath` names that it is about to
-    /// change (`willSet`) or has changed.
+    /// change (`willSet`) or has changed. The key path is the one the property's accessor
+    /// hands Observation: for a property a model class inherits, its superclass's
+    /// (``Schema/Entity/observedKeyPath(at:)``), whose root is that superclass.
     func observationEvent(_ keyPath: AnyKeyPath, _ registrar: ObservationRegistrar, willSet: Bool) {
-        guard let root = keyPath as? PartialKeyPath<Self> else { return }
-        func open<Member>(_: Member.Type) {
-            guard let typed = root as? KeyPath<Self, Member> else { return }
-            if willSet {
-                registrar.willSet(self, keyPath: typed)
-            } else {
-                registrar.didSet(self, keyPath: typed)
+        func notify<Subject: Observable>(_ subject: Subject, _ root: PartialKeyPath<Subject>) {
+            func open<Member>(_: Member.Type) {
+                guard let typed = root as? KeyPath<Subject, Member> else { return }
+                if willSet {
+                    registrar.willSet(subject, keyPath: typed)
+                } else {
+                    registrar.didSet(subject, keyPath: typed)
+                }
             }
+            _openExistential(type(of: root).valueType, do: open)
         }
-        _openExistential(type(of: root).valueType, do: open)
+        if let root = keyPath as? PartialKeyPath<Self> {
+            notify(self, root)
+            return
+        }
+        func asRoot<Root: Observable>(_: Root.Type) {
+            guard let subject = self as? Root, let root = keyPath as? PartialKeyPath<Root> else { return }
+            notify(subject, root)
+        }
+        guard let rootType = type(of: keyPath).rootType as? any Observable.Type else { return }
+        _openExistential(rootType, do: asRoot)
     }
 }

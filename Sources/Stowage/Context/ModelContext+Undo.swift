@@ -138,8 +138,9 @@ extension ModelContext {
             if let observation = target.model._stowageObservation { restored.append((target.model, observation)) }
         }
         for (model, observation) in restored {
-            for property in model.persistentBackingData.entity.properties {
-                model.observationEvent(property.keypath, observation.registrar, willSet: true)
+            let entity = model.persistentBackingData.entity
+            for index in entity.properties.indices {
+                model.observationEvent(entity.observedKeyPath(at: index), observation.registrar, willSet: true)
             }
         }
         var renewed: [PersistentIdentifier: any PersistentModel] = [:]
@@ -158,8 +159,9 @@ extension ModelContext {
         }
         undo.isRestoring = false
         for (model, observation) in restored {
-            for property in model.persistentBackingData.entity.properties {
-                model.observationEvent(property.keypath, observation.registrar, willSet: false)
+            let entity = model.persistentBackingData.entity
+            for index in entity.properties.indices {
+                model.observationEvent(entity.observedKeyPath(at: index), observation.registrar, willSet: false)
             }
         }
         undo.current = nil

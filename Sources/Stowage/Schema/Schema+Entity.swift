@@ -138,6 +138,14 @@ extension Schema {
             Array(properties.prefix(superentity?.properties.count ?? 0))
         }
 
+        /// The key path a model's accessor hands Observation for the property at `index`:
+        /// that of the class that declares it, an ancestor's for an inherited property.
+        func observedKeyPath(at index: Int) -> AnyKeyPath {
+            var declaring = self
+            while let base = declaring.superentity, index < base.properties.count { declaring = base }
+            return declaring.properties[index].keypath
+        }
+
         /// ``inheritedProperties`` by name.
         public var inheritedPropertiesByName: [String: PropertyMetadata] {
             Dictionary(inheritedProperties.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
