@@ -135,10 +135,8 @@ import Foundation
             guard open.isEmpty, let group = undoStack.popLast() else { return }
             post(.NSUndoManagerCheckpoint)
             post(.NSUndoManagerWillUndoChange)
-            let redo = Group()
-            redo.actionName = group.actionName
             isUndoing = true
-            perform(group, collectingInto: redo)
+            let redo = replay(group)
             isUndoing = false
             if !redo.isEmpty { redoStack.append(redo) }
             post(.NSUndoManagerDidUndoChange)
@@ -149,16 +147,23 @@ import Foundation
             guard open.isEmpty, let group = redoStack.popLast() else { return }
             post(.NSUndoManagerCheckpoint)
             post(.NSUndoManagerWillRedoChange)
-            let undo = Group()
-            undo.actionName = group.actionName
             isRedoing = true
-            perform(group, collectingInto: undo)
+            let undo = replay(group)
             isRedoing = false
             if !undo.isEmpty {
                 undoStack.append(undo)
                 trim()
             }
             post(.NSUndoManagerDidRedoChange)
+        }
+
+        /// Performs `group`'s actions, last first, and returns the group of what they
+        /// registered, under the same action name.
+        private func replay(_ group: Group) -> Group {
+            let opposite = Group()
+            opposite.actionName = group.actionName
+            perform(group, collectingInto: opposite)
+            return opposite
         }
 
         /// Forgets every action, and closes every open group.
