@@ -32,6 +32,8 @@ public final class ModelContainer: Sendable {
         /// The live contexts, which each save hands the records it changed to
         /// (``ModelContext/processPendingChanges()``).
         let contexts = ContextDirectory()
+        /// The live ``ResultsObserver``s and ``HistoryObserver``s, which each save is handed to.
+        let observers = SaveObserverDirectory()
 
         init(
             schema: Schema, configurations: [any DataStoreConfiguration],
@@ -170,6 +172,7 @@ public final class ModelContainer: Sendable {
 
     /// Deletes every record in every store.
     public func erase() throws {
+        defer { core.observers.post(SaveEvent(resetsAll: true)) }
         for store in stores { try store.erase() }
     }
 

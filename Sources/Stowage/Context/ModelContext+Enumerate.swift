@@ -177,22 +177,54 @@ extension ModelContext {
     }
 }
 
-/// The lazy result of ``ModelContext/fetch(_:batchSize:)``: identifiers up front, models
-/// loaded a batch at a time as they are read.
+/// The lazy result of ``ModelContext/fetch(_:batchSize:)`` and of a ``ResultsObserver``:
+/// identifiers up front, models loaded a batch at a time as they are read.
 public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessCollection {
     let context: ModelContext
-    let identifiers: [PersistentIdentifier]
+    let storage: Storage
     let batchSize: Int
     private let cache = BatchCache()
 
+    /// The identifiers, as a fetch returned them or as an observer keeps them in order.
+    enum Storage {
+        case identifiers([PersistentIdentifier])
+        case entries(OrderedEntries)
+    }
+
     init(context: ModelContext, identifiers: [PersistentIdentifier], batchSize: Int) {
         self.context = context
-        self.identifiers = identifiers
+        self.storage = .identifiers(identifiers)
+        self.batchSize = batchSize
+    }
+
+    init(context: ModelContext, entries: OrderedEntries, batchSize: Int) {
+        self.context = context
+        self.storage = .entries(entries)
         self.batchSize = batchSize
     }
 
     public var startIndex: Int { 0 }
-    public var endIndex: Int { identifiers.count }
+    public var endIndex: Int {
+        switch storage {
+        case .identifiers(let ids): ids.count
+        case .entries(let entries): entries.count
+        }
+    }
+
+    /// The identifier of the model at `position`.
+    func identifier(at position: Int) -> PersistentIdentifier {
+        switch storage {
+        case .identifiers(let ids): ids[position]
+        case .entries(let entries): entries[position].id
+        }
+    }
+
+    private func identifiers(in range: Range<Int>) -> [PersistentIdentifier] {
+        switch storage {
+        case .identifiers(let ids): Array(ids[range])
+        case .entries(let entries): entries.identifiers(in: range)
+        }
+    }
 
     /// The model at `position`, loading its batch if needed.
     /// - Complexity: O(1) within a loaded batch; O(*batchSize*) to load one.
@@ -200,7 +232,7 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         let batch = position / batchSize
         if cache.batch != batch {
             let lower = batch * batchSize
-            let ids = Array(identifiers[lower..<Swift.min(identifiers.count, lower + batchSize)])
+            let ids = identifiers(in: lower..<Swift.min(endIndex, lower + batchSize))
             let snapshots = (try? context.loadSnapshots(ids.filter { context.lookUp($0) == nil })) ?? [:]
             cache.models = ids.map { id in
                 context.lookUp(id) ?? snapshots[id].flatMap { try? context.materialize($0) }
@@ -210,7 +242,7 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         let offset = position - batch * batchSize
         if let model = cache.models[offset] as? Element { return model }
         // The record was deleted after the identifiers were fetched.
-        return context.model(for: identifiers[position]) as? Element
+        return context.model(for: identifier(at: position)) as? Element
             ?? Element(backingData: ModelBackingData(for: Element.self))
     }
 

@@ -189,7 +189,6 @@ extension ModelContext {
             (!keepingWritten || !data.wasWritten($0)) && old.values[$0] != snapshot.values[$0]
         }
         guard !changed.isEmpty else { return }
-        let properties = data.entity.properties
         if let observation {
             for index in changed {
                 model.observationEvent(data.entity.observedKeyPath(at: index), observation.registrar, willSet: true)

@@ -315,6 +315,13 @@ extension ModelContext {
             NotificationKey.deletedIdentifiers.rawValue: Set(deletedIDs),
         ]
         saveGeneration &+= 1
+        // Results and history observers follow the save before it returns: one relaxed
+        // atomic load when the container has none.
+        if !core.observers.isEmpty {
+            var event = SaveEvent(inserted: newIdentifiers, updated: updatedIDs, deleted: deletedIDs, author: author)
+            event.updated.append(contentsOf: reregister.keys)
+            core.observers.post(event)
+        }
         NotificationCenter.default.post(name: ModelContext.didSave, object: self, userInfo: userInfo)
     }
 }
