@@ -7,7 +7,7 @@ import Stowage
 
 /// The phases, in the order they run. `open` is part of `reopen`, shown on its own.
 enum PhaseKey: String, CaseIterable, Codable, Sendable {
-    case insert, point, equality, range, count, enumerate, update, singles, delete, reopen, open
+    case insert, point, equality, range, count, enumerate, update, singles, observe, refetch, delete, reopen, open
 
     /// A short name for charts and progress lines.
     var short: String {
@@ -20,6 +20,8 @@ enum PhaseKey: String, CaseIterable, Codable, Sendable {
         case .enumerate: "full enumerate, batchSize"
         case .update: "update 10%, saves of 1000"
         case .singles: "single-row saves"
+        case .observe: "live results: save, results current"
+        case .refetch: "save, then fetch again"
         case .delete: "batch delete 10%"
         case .reopen: "close, reopen and count"
         case .open: "of which open and count"
@@ -32,7 +34,7 @@ enum PhaseKey: String, CaseIterable, Codable, Sendable {
         case .insert, .enumerate, .update, .delete: "rows"
         case .point, .equality, .range: "fetches"
         case .count: "counts"
-        case .singles: "saves"
+        case .singles, .observe, .refetch: "saves"
         case .reopen, .open: "opens"
         }
     }
@@ -123,6 +125,12 @@ final class CellRunner {
         case .enumerate: "full enumerate (\(shape.n) rows), batchSize \(enumerateBatchSize)"
         case .update: "update \(workload.updates.count) rows (10%) in saves of 1000"
         case .singles: "\(workload.singles.count) single-row saves"
+        case .observe:
+            "\(shape.observeSaves) saves moving one row, each followed by reading a sorted result of every row "
+                + "(first 20 models): ResultsObserver vs SQLite's query again"
+        case .refetch:
+            "\(shape.refetchSaves) saves moving one row, each followed by fetching the sorted result again "
+                + "(identifiers, first 20 models)"
         case .delete: "batch delete of 10 destinations (\(expectedDeleted) rows)"
         case .reopen: "close, reopen and count"
         case .open: "of which open and count"
@@ -138,6 +146,8 @@ final class CellRunner {
         case .count: 10
         case .update: workload.updates.count
         case .singles: workload.singles.count
+        case .observe: spec.shape.observeSaves
+        case .refetch: spec.shape.refetchSaves
         case .delete: expectedDeleted
         case .reopen, .open: 1
         }
@@ -315,6 +325,8 @@ final class CellRunner {
             }
         }
 
+        try livePhases(container, updateIDs: updateIDs, record: record)
+
         let deleter = ModelContext(container)
         let doomed = workload.doomedDestinations
         // Counted outside the phase: a delete by predicate on an entity without
@@ -327,6 +339,51 @@ final class CellRunner {
         let deleted = before - (try deleter.fetchCount(FetchDescriptor<Trip>()))
         guard deleted == expectedDeleted else { throw BenchError("deleted \(deleted), expected \(expectedDeleted)") }
         checksum = checksum &+ counted &+ rangeRows &+ Int(budgets)
+    }
+
+    /// The rows after the single-row saves, before the batch delete.
+    var rowsBeforeDelete: Int { workload.rows.count + workload.singles.count }
+
+    /// The live-results phase (a `ResultsObserver` of every trip by start date, read after
+    /// each save that moves one trip) and the re-fetch phase (the same saves, each followed
+    /// by fetching the sorted result again). After each save the app reads the result's
+    /// count and its first 20 models.
+    func livePhases(_ container: ModelContainer, updateIDs: [PersistentIdentifier], record: Bool) throws {
+        let mover = ModelContext(container)
+        let viewer = ModelContext(container)
+        let sorted = FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.startDate)])
+        var shown = 0.0
+        func move(_ save: Int, to date: Date) throws {
+            guard let trip = try mover.existingModel(for: updateIDs[save % updateIDs.count]) as? Trip else {
+                throw BenchError("not a Trip")
+            }
+            trip.startDate = date
+            try mover.save()
+        }
+        func read(_ results: FetchResultsCollection<Trip>) throws {
+            guard results.count == rowsBeforeDelete else {
+                throw BenchError("the sorted result has \(results.count) rows, expected \(rowsBeforeDelete)")
+            }
+            for k in 0..<20 { shown += results[k].startDate.timeIntervalSinceReferenceDate }
+        }
+        do {
+            // Made (and its first fetch run) outside the phase; gone before the re-fetch
+            // phase, so that its saves do not keep it current too.
+            let observer = try ResultsObserver<Trip, Never>(fetchDescriptor: sorted, modelContext: viewer)
+            try phase(.observe, record: record) {
+                for i in 0..<spec.shape.observeSaves {
+                    try move(i, to: workload.moves[i])
+                    try read(observer.results)
+                }
+            }
+        }
+        try phase(.refetch, record: record) {
+            for i in 0..<spec.shape.refetchSaves {
+                try move(i + spec.shape.observeSaves, to: workload.moves[i].addingTimeInterval(1))
+                try read(try viewer.fetch(sorted, batchSize: 256))
+            }
+        }
+        checksum = checksum &+ Int(shown) % 1000
     }
 
     func runStowage(_ store: StoreKind, run: Int, record: Bool) throws {
@@ -433,6 +490,25 @@ final class CellRunner {
         try phase(.singles, record: record) {
             for row in workload.singles { try peer.insertOne(row) }
         }
+        // What an app without an observer does after each save: runs the query again.
+        var shown = 0.0
+        func moveAndQuery(_ save: Int, to date: Date) throws {
+            let pk = workload.updates[save % workload.updates.count].pk
+            let (count, sum) = try peer.move(pk: pk, to: date, thenReadSortedShowing: 20)
+            guard count == rowsBeforeDelete else {
+                throw BenchError("SQLite's sorted result has \(count) rows, expected \(rowsBeforeDelete)")
+            }
+            shown += sum
+        }
+        try phase(.observe, record: record) {
+            for i in 0..<spec.shape.observeSaves { try moveAndQuery(i, to: workload.moves[i]) }
+        }
+        try phase(.refetch, record: record) {
+            for i in 0..<spec.shape.refetchSaves {
+                try moveAndQuery(i + spec.shape.observeSaves, to: workload.moves[i].addingTimeInterval(1))
+            }
+        }
+        checksum = checksum &+ Int(shown) % 1000
         var deleted = 0
         try phase(.delete, record: record) { deleted = try peer.delete(destinations: workload.doomedDestinations) }
         guard deleted == expectedDeleted else {

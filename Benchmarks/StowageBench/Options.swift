@@ -91,6 +91,12 @@ struct WorkloadShape: Codable, Sendable, Hashable {
     var seed: UInt64 = 42
     /// Notes of random letters (the default) or one letter repeated.
     var randomNotes = true
+
+    /// Saves in the live-results phase: as many as the single-row saves, at most 1000, and
+    /// fewer past N = 100,000, where the peer's query after each save reads every row.
+    var observeSaves: Int { min(singleSaves, max(20, min(1000, 100_000_000 / max(1, n)))) }
+    /// Saves in the re-fetch phase, which reads every row after each save on both sides.
+    var refetchSaves: Int { min(observeSaves, max(10, min(100, 10_000_000 / max(1, n)))) }
 }
 
 let usage = """

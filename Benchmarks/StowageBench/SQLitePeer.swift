@@ -196,6 +196,31 @@ final class SQLitePeer {
         guard sqlite3_step(s) == SQLITE_DONE else { throw Failure.sqlite("insert failed") }
     }
 
+    /// Moves row `pk` to `date` (autocommit), then queries the keys of every row by start
+    /// date (from the index alone) and the first `shown` rows whole: what an app that keeps
+    /// a sorted list and shows its top runs after each save. Returns the rows and the sum
+    /// of the shown rows' dates.
+    func move(pk: Int64, to date: Date, thenReadSortedShowing shown: Int) throws -> (Int, Double) {
+        let update = try statement("UPDATE trip SET startDate = ? WHERE pk = ?")
+        sqlite3_bind_double(update, 1, date.timeIntervalSinceReferenceDate)
+        sqlite3_bind_int64(update, 2, pk)
+        guard sqlite3_step(update) == SQLITE_DONE, sqlite3_changes(db) == 1 else {
+            throw Failure.sqlite("move failed")
+        }
+        let keysQuery = try statement("SELECT pk FROM trip ORDER BY startDate")
+        var keys: [Int64] = []
+        while true {
+            let status = sqlite3_step(keysQuery)
+            if status == SQLITE_DONE { break }
+            guard status == SQLITE_ROW else { throw Failure.sqlite("sorted query failed: \(status)") }
+            keys.append(sqlite3_column_int64(keysQuery, 0))
+        }
+        let top = try statement("SELECT \(Self.columns) FROM trip ORDER BY startDate LIMIT ?")
+        sqlite3_bind_int(top, 1, Int32(shown))
+        let sum = rows(top).reduce(0.0) { $0 + $1.startDate.timeIntervalSinceReferenceDate }
+        return (keys.count, sum)
+    }
+
     /// `DELETE … WHERE destination IN (…)`; returns the rows deleted.
     func delete(destinations: [String]) throws -> Int {
         let marks = Array(repeating: "?", count: destinations.count).joined(separator: ", ")

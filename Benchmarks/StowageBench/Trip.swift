@@ -46,6 +46,9 @@ struct Workload {
     let singles: [TripRow]
     /// The destinations the batch delete removes (10 of 100).
     let doomedDestinations: [String]
+    /// The new start dates of the live-results and re-fetch phases' saves: save `i` moves
+    /// `updates[i % updates.count]` to `moves[i]`.
+    let moves: [Date]
 
     init(_ shape: WorkloadShape) {
         let count = shape.n
@@ -87,6 +90,7 @@ struct Workload {
                 budget: Double(rng.next() % 10_000) / 10, flag: rng.next() % 2 == 0, note: makeNote())
         }
         doomedDestinations = (0..<10).map { "Destination \($0 * 10 + 3)" }
+        moves = (0..<shape.observeSaves).map { _ in base.addingTimeInterval(Double(rng.next() % 31_536_000)) }
     }
 }
 

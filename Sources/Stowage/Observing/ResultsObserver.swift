@@ -51,7 +51,11 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
     /// The observer's working state, under its lock.
     private struct State {
         var descriptor: FetchDescriptor<Element>
-        var tracked: TrackedResults
+        /// Taken out while a save is applied (see ``apply(_:)``), so that the applier holds
+        /// the only reference and changes its tables in place.
+        var tracked: TrackedResults?
+        /// The order ``results`` reads, for the sections.
+        var entries: OrderedEntries
         var results: FetchResultsCollection<Element>
         /// Made from ``results`` when first read after a change.
         var sections: SectionedResults<Element, SectionTitle>?
@@ -81,7 +85,8 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
         let tracked = try TrackedResults(effective, fetchedBy: modelContext)
         let results = FetchResultsCollection<Element>(
             context: modelContext, entries: tracked.entries, batchSize: Self.batchSize)
-        self.state = LockedState(State(descriptor: descriptor, tracked: tracked, results: results))
+        self.state = LockedState(
+            State(descriptor: descriptor, tracked: tracked, entries: tracked.entries, results: results))
         let link = Link(self)
         self.link = link
         container.core.observers.add(link)
@@ -111,7 +116,8 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
         guard let title else { return nil }
         return state.withLock { state in
             if let sections = state.sections { return sections }
-            let made = SectionedResults<Element, SectionTitle>(results: state.results, entries: state.tracked.entries, title: title)
+            let made = SectionedResults<Element, SectionTitle>(
+                results: state.results, entries: state.entries, title: title)
             state.sections = made
             return made
         }
@@ -183,8 +189,13 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
     /// registrar's `willSet` and `didSet`, so that code told of the change reads the new
     /// results after it.
     private func apply(_ events: [SaveEvent]) {
-        let (descriptor, current) = state.withLock { ($0.descriptor, $0.tracked) }
-        var tracked = current
+        // Taken, not copied: a copy would share the member table with the state, and the
+        // first change would copy the whole table, a cost in proportion to the result.
+        let descriptor = state.withLock { $0.descriptor }
+        guard var tracked = state.withLock({ state in
+            defer { state.tracked = nil }
+            return state.tracked
+        }) else { return }
         var error: (any Error)?
         var changed = false
         do {
@@ -200,12 +211,16 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
             tracked = tracked.emptied()
             changed = true
         }
-        guard changed else { return }
+        guard changed else {
+            state.withLock { $0.tracked = tracked }
+            return
+        }
         let results = FetchResultsCollection<Element>(
             context: modelContext, entries: tracked.entries, batchSize: Self.batchSize)
         registrar.willSet(self, keyPath: \.results)
         registrar.willSet(self, keyPath: \.sections)
         state.withLock { state in
+            state.entries = tracked.entries
             state.tracked = tracked
             state.results = results
             state.sections = nil
