@@ -12,6 +12,7 @@ final class Errand {
     var label: String?
     var minutes: Int
     var done: Bool = false
+    var cost: Double = 0
     var owner: Housemate?
 
     init(title: String, room: String, label: String? = nil, minutes: Int, done: Bool = false) {
@@ -318,6 +319,45 @@ struct ResultsObserverTests {
         #expect(observer.results.isEmpty)
     }
 
+    @Test(arguments: stores)
+    func sumsFollowSavesWithoutLoadingModelsAndTellObservers(store: String) throws {
+        let container = try container(store)
+        let context = ModelContext(container)
+        let bins = Errand(title: "bins", room: "hall", minutes: 5)
+        bins.cost = 1.5
+        context.insert(bins)
+        context.insert(Errand(title: "done", room: "hall", minutes: 100, done: true))
+        try context.save()
+        let observer = try ResultsObserver<Errand, Never>(filterBy: Self.open, modelContext: context)
+        #expect(try observer.sum(of: \.minutes) == 5)
+        #expect(try observer.sum(of: \.cost) == 1.5)
+        let heard = Mutex(0)
+        withObservationTracking {
+            _ = try? observer.sum(of: \.minutes)
+        } onChange: {
+            heard.withLock { $0 += 1 }
+        }
+        // A change of a summed value alone changes the sum, not the results.
+        bins.minutes = 7
+        try context.save()
+        #expect(heard.withLock { $0 } == 1)
+        #expect(try observer.sum(of: \.minutes) == 7)
+        // Another context's insert, an update that enters, and a delete.
+        let other = ModelContext(container)
+        other.insert(Errand(title: "oven", room: "kitchen", minutes: 50))
+        try other.save()
+        #expect(try observer.sum(of: \.minutes) == 57)
+        let done = try #require(try context.fetch(FetchDescriptor<Errand>(predicate: #Predicate { $0.done })).first)
+        done.done = false
+        try context.save()
+        #expect(try observer.sum(of: \.minutes) == 157)
+        context.delete(bins)
+        try context.save()
+        #expect(try observer.sum(of: \.minutes) == 150)
+        #expect(try observer.sum(of: \.cost) == 0)
+        #expect(throws: SwiftDataError.self) { _ = try observer.sum(of: \.title.count) }
+    }
+
     /// Random inserts, updates and deletes from two contexts, saved at random: after each
     /// save the observer's results and sections are what a fetch returns.
     @Test(arguments: stores)
@@ -349,6 +389,8 @@ struct ResultsObserverTests {
                 existing.randomElement(using: &generator)?.room = rooms.randomElement(using: &generator)!
             case 7:
                 if let doomed = existing.randomElement(using: &generator) { context.delete(doomed) }
+            case 8:
+                existing.randomElement(using: &generator)?.cost = Double(Int.random(in: 0..<10_000, using: &generator)) / 7
             default:
                 existing.randomElement(using: &generator)?.title = "renamed\(step)"
             }
@@ -363,6 +405,12 @@ struct ResultsObserverTests {
                 }
                 #expect(sections.sectionTitles == grouped.map(\.0), "step \(step)")
                 #expect(sections.map(\.count) == grouped.map(\.1), "step \(step)")
+                let fresh = try ModelContext(container).fetch(FetchDescriptor<Errand>()).filter {
+                    !$0.done && $0.minutes < 80
+                }
+                #expect(try observer.sum(of: \.minutes) == fresh.reduce(0) { $0 + $1.minutes }, "step \(step)")
+                let costs = fresh.reduce(0.0) { $0 + $1.cost }
+                #expect(abs(try observer.sum(of: \.cost) - costs) <= 1e-9 * max(1, abs(costs)), "step \(step)")
             }
         }
     }
@@ -377,5 +425,31 @@ struct ResultsObserverTests {
             if a.minutes != b.minutes { return a.minutes > b.minutes }
             return a.persistentModelID < b.persistentModelID
         }.map { ($0.persistentModelID, $0.room) }
+    }
+}
+
+/// `ModelContext.fetchSum(_:of:)`: Stowage's sums over a fetch.
+@Suite("fetchSum")
+struct FetchSumTests {
+    @Test(arguments: StoreFactory.all.map(\.name))
+    func sumsTheMatchingRecordsWithTheirUnsavedChanges(store: String) throws {
+        let factory = try #require(StoreFactory.all.first { $0.name == store })
+        let context = ModelContext(try factory.make(Schema([Errand.self, Housemate.self])))
+        for minutes in [5, 10, 20] {
+            let errand = Errand(title: "e\(minutes)", room: "r", minutes: minutes)
+            errand.cost = Double(minutes) / 4
+            context.insert(errand)
+        }
+        try context.save()
+        let short = FetchDescriptor<Errand>(predicate: #Predicate { $0.minutes < 15 })
+        #expect(try context.fetchSum(short, of: \.minutes) == 15)
+        #expect(try context.fetchSum(FetchDescriptor<Errand>(), of: \.cost) == 8.75)
+        // Unsaved changes count when the descriptor includes them, as in a fetch.
+        context.insert(Errand(title: "new", room: "r", minutes: 1))
+        #expect(try context.fetchSum(short, of: \.minutes) == 16)
+        var savedOnly = short
+        savedOnly.includePendingChanges = false
+        #expect(try context.fetchSum(savedOnly, of: \.minutes) == 15)
+        #expect(throws: SwiftDataError.self) { _ = try context.fetchSum(short, of: \.title.count) }
     }
 }

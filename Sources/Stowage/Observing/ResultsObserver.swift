@@ -57,6 +57,9 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
         /// The order ``results`` reads, for the sections.
         var entries: OrderedEntries
         var results: FetchResultsCollection<Element>
+        /// The properties whose sums are kept (``sum(of:)``), and the sums.
+        var aggregated: [Int] = []
+        var sums: [SumAccumulator] = []
         /// Made from ``results`` when first read after a change.
         var sections: SectionedResults<Element, SectionTitle>?
         var error: (any Error)?
@@ -191,43 +194,117 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
     private func apply(_ events: [SaveEvent]) {
         // Taken, not copied: a copy would share the member table with the state, and the
         // first change would copy the whole table, a cost in proportion to the result.
-        let descriptor = state.withLock { $0.descriptor }
+        let (descriptor, aggregated) = state.withLock { ($0.descriptor, $0.aggregated) }
         guard var tracked = state.withLock({ state in
             defer { state.tracked = nil }
             return state.tracked
         }) else { return }
         var error: (any Error)?
-        var changed = false
+        var changes = TrackedResults.Changes()
         do {
-            if events.contains(where: \.resetsAll) || tracked.refetchesWhole(after: events) {
+            if events.contains(where: \.resetsAll) || tracked.aggregated != aggregated
+                || tracked.refetchesWhole(after: events)
+            {
                 let context = ModelContext(container)
-                tracked = try TrackedResults(Self.effective(descriptor, sectionSort), fetchedBy: context)
-                changed = true
+                tracked = try TrackedResults(
+                    Self.effective(descriptor, sectionSort), aggregated: aggregated, fetchedBy: context)
+                changes = TrackedResults.Changes(results: true, sums: true)
             } else {
-                changed = try tracked.apply(events, core: container.core)
+                changes = try tracked.apply(events, core: container.core)
             }
         } catch let failure {
             error = failure
             tracked = tracked.emptied()
-            changed = true
+            changes = TrackedResults.Changes(results: true, sums: true)
         }
-        guard changed else {
+        guard changes.any else {
             state.withLock { $0.tracked = tracked }
             return
         }
-        let results = FetchResultsCollection<Element>(
-            context: modelContext, entries: tracked.entries, batchSize: Self.batchSize)
-        registrar.willSet(self, keyPath: \.results)
-        registrar.willSet(self, keyPath: \.sections)
-        state.withLock { state in
-            state.entries = tracked.entries
-            state.tracked = tracked
-            state.results = results
-            state.sections = nil
-            state.error = error
+        let results =
+            changes.results
+            ? FetchResultsCollection<Element>(context: modelContext, entries: tracked.entries, batchSize: Self.batchSize)
+            : nil
+        if changes.results {
+            registrar.willSet(self, keyPath: \.results)
+            registrar.willSet(self, keyPath: \.sections)
         }
-        registrar.didSet(self, keyPath: \.sections)
-        registrar.didSet(self, keyPath: \.results)
+        if changes.sums { registrar.willSet(self, keyPath: \.sumsChanged) }
+        state.withLock { state in
+            if let results {
+                state.entries = tracked.entries
+                state.results = results
+                state.sections = nil
+                state.error = error
+            }
+            state.sums = tracked.sums
+            state.tracked = tracked
+        }
+        if changes.sums { registrar.didSet(self, keyPath: \.sumsChanged) }
+        if changes.results {
+            registrar.didSet(self, keyPath: \.sections)
+            registrar.didSet(self, keyPath: \.results)
+        }
+    }
+
+    // MARK: Aggregates (Stowage's own)
+
+    /// Observation's name for the sums: ``sum(of:)`` registers reads of it, and a save that
+    /// changes a sum tells its observers.
+    private var sumsChanged: Int { 0 }
+
+    /// The sum of the integer attribute `keyPath` over the results, kept current by every
+    /// save without loading models: Stowage's own (SwiftData has no aggregates).
+    ///
+    /// The first call for a key path reads the values of every result once (their records,
+    /// not models); after it, each save adds and takes away the values of the records it
+    /// changed. Reading it in `withObservationTracking` hears of each change to the sum.
+    /// Integer sums wrap past `Int64`.
+    /// - Throws: ``SwiftDataError`` `.unsupportedValue` when `keyPath` is not a stored
+    ///   attribute, or what reading the records throws.
+    public func sum<Value: BinaryInteger>(of keyPath: KeyPath<Element, Value>) throws -> Value {
+        Value(truncatingIfNeeded: try accumulator(for: keyPath).integer)
+    }
+
+    /// The sum of the floating-point attribute `keyPath` over the results, kept current
+    /// by every save without loading models: Stowage's own. Values are added and taken away
+    /// with a compensation term, so the sum can differ from adding the current values
+    /// afresh in its last digits.
+    /// - Throws: as the integer `sum(of:)`.
+    public func sum<Value: BinaryFloatingPoint>(of keyPath: KeyPath<Element, Value>) throws -> Value {
+        let accumulator = try accumulator(for: keyPath)
+        return Value(accumulator.double + accumulator.compensation)
+    }
+
+    /// The sum of the `Decimal` attribute `keyPath` over the results, exactly: Stowage's own.
+    public func sum(of keyPath: KeyPath<Element, Decimal>) throws -> Decimal {
+        try accumulator(for: keyPath).decimal
+    }
+
+    /// The running sum of the attribute `keyPath` names, which the first call starts (by
+    /// fetching the results again, with the attribute's values).
+    private func accumulator(for keyPath: AnyKeyPath) throws -> SumAccumulator {
+        registrar.access(self, keyPath: \.sumsChanged)
+        guard let entity = container.schema.entity(forModelType: Element.self),
+            let property = entity.property(for: keyPath), !property.isRelationship
+        else {
+            throw SwiftDataError(
+                .unsupportedValue, "\(keyPath) is not a stored attribute of \(Element.self): it cannot be summed")
+        }
+        let slot = state.withLock { state -> Int? in
+            if let slot = state.aggregated.firstIndex(of: property.index) { return slot }
+            state.aggregated.append(property.index)
+            return nil
+        }
+        if slot == nil { receive(SaveEvent(resetsAll: true)) }
+        return try state.withLock { state in
+            if let error = state.error { throw error }
+            guard let slot = state.aggregated.firstIndex(of: property.index), slot < state.sums.count else {
+                // Another thread is applying a save: the sum is not made yet.
+                throw SwiftDataError(.unsupportedValue, "the sum of \(property.name) is being computed; ask again")
+            }
+            return state.sums[slot]
+        }
     }
 }
 

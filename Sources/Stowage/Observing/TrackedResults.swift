@@ -16,22 +16,33 @@ struct TrackedResults: @unchecked Sendable {
     /// whole.
     let readsOtherModels: Bool
     private(set) var entries: OrderedEntries
-    /// The sort keys of each member, by identifier.
+    /// The values each member is tracked by, by identifier: its sort keys, then the values
+    /// of the ``aggregated`` properties.
     private(set) var members: [PersistentIdentifier: [SnapshotValue]]
+    /// The positions of the properties whose sums are kept.
+    let aggregated: [Int]
+    /// The sum of each of ``aggregated`` over the members.
+    private(set) var sums: [SumAccumulator]
 
     /// Fetches the models `descriptor` selects, through `context`, ignoring its unsaved
-    /// changes.
-    init<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, fetchedBy context: ModelContext) throws {
+    /// changes, and sums the properties at `aggregated` over them.
+    init<T: PersistentModel>(_ descriptor: FetchDescriptor<T>, aggregated: [Int] = [], fetchedBy context: ModelContext)
+        throws
+    {
         var saved = descriptor
         saved.includePendingChanges = false
         let (entity, _) = try context.route(T.self)
         let query = try FetchQuery(saved, entity: entity, schema: context.core.schema)
         let snapshots = try context.fetchSnapshots(saved)
-        self.init(query: query, windowed: saved.fetchLimit != nil || (saved.fetchOffset ?? 0) != 0, snapshots: snapshots)
+        self.init(
+            query: query, windowed: saved.fetchLimit != nil || (saved.fetchOffset ?? 0) != 0, aggregated: aggregated,
+            snapshots: snapshots)
     }
 
-    private init(query: FetchQuery, windowed: Bool, snapshots: [DefaultSnapshot]) {
+    private init(query: FetchQuery, windowed: Bool, aggregated: [Int], snapshots: [DefaultSnapshot]) {
         self.query = query
+        self.aggregated = aggregated
+        var sums = Array(repeating: SumAccumulator(), count: aggregated.count)
         self.order = EntryOrder(ascending: query.sort.map(\.ascending))
         self.entityNames = Set(query.entities.map(\.name))
         self.windowed = windowed
@@ -49,13 +60,29 @@ struct TrackedResults: @unchecked Sendable {
         self.entries = OrderedEntries(sorted: list)
         var members: [PersistentIdentifier: [SnapshotValue]] = [:]
         members.reserveCapacity(list.count)
-        for entry in list { members[entry.id] = entry.keys }
+        if aggregated.isEmpty {
+            for entry in list { members[entry.id] = entry.keys }
+        } else {
+            for snapshot in snapshots {
+                let values = Self.values(of: snapshot, keys: keys, aggregated: aggregated)
+                members[snapshot.persistentIdentifier] = values
+                for (slot, value) in values[keys.count...].enumerated() { sums[slot].add(value) }
+            }
+        }
         self.members = members
+        self.sums = sums
+    }
+
+    /// What a member is tracked by: its sort keys, then its aggregated values.
+    private static func values(of snapshot: DefaultSnapshot, keys: [Int], aggregated: [Int]) -> [SnapshotValue] {
+        var values = keys.map { snapshot.values[$0] }
+        for index in aggregated { values.append(snapshot.values[index]) }
+        return values
     }
 
     /// The same query with no members: what an observer shows when a fetch failed.
     func emptied() -> TrackedResults {
-        TrackedResults(query: query, windowed: windowed, snapshots: [])
+        TrackedResults(query: query, windowed: windowed, aggregated: aggregated, snapshots: [])
     }
 
     /// Whether `events` call for fetching again rather than applying them one record at a
@@ -66,9 +93,18 @@ struct TrackedResults: @unchecked Sendable {
         return events.contains { event in event.all.contains { entityNames.contains($0.entityName) } }
     }
 
-    /// Applies the saves in `events` to the members and their order, reading the saved
-    /// records from the stores. Gives whether the result changed.
-    mutating func apply(_ events: [SaveEvent], core: ModelContainer.Core) throws -> Bool {
+    /// What applying saves changed.
+    struct Changes {
+        /// Whether models entered, left or moved.
+        var results = false
+        /// Whether a sum changed.
+        var sums = false
+        var any: Bool { results || sums }
+    }
+
+    /// Applies the saves in `events` to the members, their order and the sums, reading the
+    /// saved records from the stores.
+    mutating func apply(_ events: [SaveEvent], core: ModelContainer.Core) throws -> Changes {
         var deleted = Set<PersistentIdentifier>()
         var touched: [PersistentIdentifier] = []
         var seen = Set<PersistentIdentifier>()
@@ -83,11 +119,11 @@ struct TrackedResults: @unchecked Sendable {
                 touched.append(id)
             }
         }
-        var changed = false
-        for id in deleted where seen.contains(id) == false {
-            changed = remove(id) || changed
+        var changes = Changes()
+        for id in deleted where !seen.contains(id) {
+            remove(id, &changes)
         }
-        guard !touched.isEmpty else { return changed }
+        guard !touched.isEmpty else { return changes }
         // The saved records, one request per entity.
         var snapshots: [PersistentIdentifier: DefaultSnapshot] = [:]
         var byEntity: [String: [PersistentIdentifier]] = [:]
@@ -102,31 +138,55 @@ struct TrackedResults: @unchecked Sendable {
         for id in touched {
             // Gone from the store by the time it is read: a later save deleted it.
             guard let snapshot = snapshots[id], !deleted.contains(id) else {
-                changed = remove(id) || changed
+                remove(id, &changes)
                 continue
             }
             let matches = try query.predicate.map { try evaluator.matches(snapshot, $0, root: query.rootVariable) } ?? true
             guard matches else {
-                changed = remove(id) || changed
+                remove(id, &changes)
                 continue
             }
-            let newKeys = keys.map { snapshot.values[$0] }
+            let values = Self.values(of: snapshot, keys: keys, aggregated: aggregated)
+            let newKeys = Array(values[..<keys.count])
             if let old = members[id] {
-                if old == newKeys { continue }
-                entries.remove(ObservedEntry(id: id, keys: old), order)
+                if old == values { continue }
+                subtract(old, keys.count, &changes)
+                if old[..<keys.count].elementsEqual(newKeys) {
+                    members[id] = values
+                    add(values, keys.count, &changes)
+                    continue
+                }
+                entries.remove(ObservedEntry(id: id, keys: Array(old[..<keys.count])), order)
             }
             entries.insert(ObservedEntry(id: id, keys: newKeys), order)
-            members[id] = newKeys
-            changed = true
+            members[id] = values
+            add(values, keys.count, &changes)
+            changes.results = true
         }
-        return changed
+        return changes
     }
 
     /// Takes `id` out of the result, if it is in it.
-    private mutating func remove(_ id: PersistentIdentifier) -> Bool {
-        guard let old = members.removeValue(forKey: id) else { return false }
-        entries.remove(ObservedEntry(id: id, keys: old), order)
-        return true
+    private mutating func remove(_ id: PersistentIdentifier, _ changes: inout Changes) {
+        guard let old = members.removeValue(forKey: id) else { return }
+        let sortCount = query.sort.count
+        entries.remove(ObservedEntry(id: id, keys: Array(old[..<sortCount])), order)
+        subtract(old, sortCount, &changes)
+        changes.results = true
+    }
+
+    private mutating func add(_ values: [SnapshotValue], _ sortCount: Int, _ changes: inout Changes) {
+        for (slot, value) in values[sortCount...].enumerated() where value != .null {
+            sums[slot].add(value)
+            changes.sums = true
+        }
+    }
+
+    private mutating func subtract(_ values: [SnapshotValue], _ sortCount: Int, _ changes: inout Changes) {
+        for (slot, value) in values[sortCount...].enumerated() where value != .null {
+            sums[slot].subtract(value)
+            changes.sums = true
+        }
     }
 
     /// Whether `expression` reads a property of anything but the model under test, `root`.
@@ -152,5 +212,40 @@ struct TrackedResults: @unchecked Sendable {
             }
         }
         return reads(expression)
+    }
+}
+
+/// A running sum of stored numeric values, kept as values enter and leave: integers
+/// exactly (wrapping past `Int64`), decimals exactly, and doubles with a compensation term
+/// (Neumaier's), so that adding and taking away many values drifts from the sum of what is
+/// left by no more than a few units in its last place.
+struct SumAccumulator: Sendable {
+    var integer: Int64 = 0
+    var decimal: Decimal = 0
+    var double = 0.0
+    var compensation = 0.0
+
+    mutating func add(_ value: SnapshotValue) { accumulate(value, sign: 1) }
+    mutating func subtract(_ value: SnapshotValue) { accumulate(value, sign: -1) }
+
+    private mutating func accumulate(_ value: SnapshotValue, sign: Int64) {
+        switch value {
+        case .int(let n): integer &+= n &* sign
+        case .uint(let n): integer &+= Int64(bitPattern: n) &* sign
+        case .bool(let b): integer &+= b ? sign : 0
+        case .decimal(let d): decimal += sign > 0 ? d : -d
+        case .double(let d): addDouble(sign > 0 ? d : -d)
+        default: break
+        }
+    }
+
+    private mutating func addDouble(_ x: Double) {
+        let t = double + x
+        if abs(double) >= abs(x) {
+            compensation += (double - t) + x
+        } else {
+            compensation += (x - t) + double
+        }
+        double = t
     }
 }
