@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension ModelContext {
     /// The models that match a descriptor as a lazy collection that loads them a batch at
@@ -197,10 +198,18 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         self.batchSize = batchSize
     }
 
-    init(context: ModelContext, entries: OrderedEntries, batchSize: Int) {
+    /// A collection over an observer's entries. `previous` is the collection it replaces:
+    /// its loaded models stay alive until this one loads its first batch, so that models
+    /// both show are found registered in the context rather than made again (a save that
+    /// moves one row leaves almost every model of a batch where it was).
+    init(context: ModelContext, entries: OrderedEntries, batchSize: Int, previous: FetchResultsCollection? = nil) {
         self.context = context
         self.storage = .entries(entries)
         self.batchSize = batchSize
+        if let old = previous?.cache {
+            let kept: BatchCache? = old.hasLoaded.load(ordering: .acquiring) ? old : old.handOff.withLock { $0 }
+            cache.handOff.withLock { $0 = kept }
+        }
     }
 
     public var startIndex: Int { 0 }
@@ -238,6 +247,15 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
                 context.lookUp(id) ?? snapshots[id].flatMap { try? context.materialize($0) }
             }
             cache.batch = batch
+            if !cache.hasLoaded.load(ordering: .relaxed) {
+                cache.hasLoaded.store(true, ordering: .releasing)
+                // The models of the collection this one replaced may go now.
+                let released = cache.handOff.withLock { kept in
+                    defer { kept = nil }
+                    return kept
+                }
+                withExtendedLifetime(released) {}
+            }
         }
         let offset = position - batch * batchSize
         if let model = cache.models[offset] as? Element { return model }
@@ -246,8 +264,16 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
             ?? Element(backingData: ModelBackingData(for: Element.self))
     }
 
-    final class BatchCache {
+    /// The loaded batch, read and written by the thread that reads the collection.
+    final class BatchCache: @unchecked Sendable {
+        // `@unchecked`: `batch` and `models` are touched only by the reading thread; the
+        // saving thread that makes an observer's next collection reads `hasLoaded` and
+        // `handOff`, which are atomic and locked.
         var batch = -1
         var models: [(any PersistentModel)?] = []
+        /// Whether a batch has been loaded.
+        let hasLoaded = Atomic<Bool>(false)
+        /// The cache of the collection this one replaced, kept until this one loads.
+        let handOff = Mutex<BatchCache?>(nil)
     }
 }

@@ -221,9 +221,11 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
             state.withLock { $0.tracked = tracked }
             return
         }
+        let previous = state.withLock { $0.results }
         let results =
             changes.results
-            ? FetchResultsCollection<Element>(context: modelContext, entries: tracked.entries, batchSize: Self.batchSize)
+            ? FetchResultsCollection<Element>(
+                context: modelContext, entries: tracked.entries, batchSize: Self.batchSize, previous: previous)
             : nil
         if changes.results {
             registrar.willSet(self, keyPath: \.results)
