@@ -50,18 +50,16 @@ struct PackingList {
             guard args.count == 1 else { throw Failure.usage("list TRIP") }
             let trip = try trip(named: args[0], create: false)
             let tripID = trip.persistentModelID
-            let items = try context.fetch(
-                FetchDescriptor<PackingItem>(
-                    predicate: #Predicate { $0.trip?.persistentModelID == tripID },
-                    sortBy: [SortDescriptor(\.category), SortDescriptor(\.name)]))
+            // The lesson's sectioned list, outside a view: a ResultsObserver in sections by
+            // category, each sorted by name. It would stay current as the list is saved.
+            let observer = try ResultsObserver<PackingItem, String>(
+                filterBy: #Predicate { $0.trip?.persistentModelID == tripID }, sortBy: [SortDescriptor(\.name)],
+                sectionBy: \.category, modelContext: context)
+            let items = observer.results
             var lines = ["Packing for \(trip.name): \(items.filter(\.isPacked).count) of \(items.count) packed"]
-            var section = ""
-            for item in items {
-                if item.category != section {
-                    section = item.category
-                    lines.append("  \(section)")
-                }
-                lines.append("    [\(item.isPacked ? "x" : " ")] \(item.name)")
+            for section in observer.sections.map(Array.init) ?? [] {
+                lines.append("  \(section.title)")
+                for item in section { lines.append("    [\(item.isPacked ? "x" : " ")] \(item.name)") }
             }
             return lines.joined(separator: "\n")
         case "pack", "unpack":
