@@ -358,6 +358,47 @@ struct ResultsObserverTests {
         #expect(throws: SwiftDataError.self) { _ = try observer.sum(of: \.title.count) }
     }
 
+    @Test(arguments: stores)
+    func aDeleteByPredicateTakesItsModelsOut(store: String) throws {
+        let container = try container(store)
+        let context = ModelContext(container)
+        for minutes in 1...6 { context.insert(Errand(title: "e\(minutes)", room: "r", minutes: minutes)) }
+        try context.save()
+        let observer = try ResultsObserver<Errand, Never>(sortBy: [SortDescriptor(\.minutes)], modelContext: context)
+        let other = ModelContext(container)
+        try other.delete(model: Errand.self, where: #Predicate { $0.minutes > 3 })
+        try other.save()
+        #expect(titles(observer) == ["e1", "e2", "e3"])
+        #expect(try observer.sum(of: \.minutes) == 6)
+    }
+
+    @Test(arguments: stores)
+    func anObserverOfABaseClassFollowsItsSubclasses(store: String) throws {
+        let factory = try #require(StoreFactory.all.first { $0.name == store })
+        let container = try factory.make(
+            Schema([Voyage.self, PersonalVoyage.self, BusinessVoyage.self, ConferenceVoyage.self, Traveller.self]))
+        let context = ModelContext(container)
+        let day = Date(timeIntervalSince1970: 86_400 * 20_000)
+        let observer = try ResultsObserver<Voyage, String>(
+            filterBy: #Predicate { !$0.isArchived }, sortBy: [SortDescriptor(\.startDate)], sectionBy: \.destination,
+            modelContext: context)
+        let business = BusinessVoyage(name: "b", destination: "Oslo", startDate: day, company: "Acme")
+        context.insert(business)
+        context.insert(Voyage(name: "v", destination: "Lisbon", startDate: day.addingTimeInterval(60)))
+        context.insert(
+            ConferenceVoyage(name: "c", destination: "Oslo", startDate: day.addingTimeInterval(-60), company: "Apple"))
+        try context.save()
+        #expect(observer.results.map(\.name) == ["v", "c", "b"])
+        #expect(observer.sections?.sectionTitles == ["Lisbon", "Oslo"])
+        #expect(observer.results.last is BusinessVoyage)
+        business.isArchived = true
+        try context.save()
+        #expect(observer.results.map(\.name) == ["v", "c"])
+        // An observer of a subclass sees only its family.
+        let businessOnly = try ResultsObserver<BusinessVoyage, Never>(modelContext: context)
+        #expect(Set(businessOnly.results.map(\.name)) == ["b", "c"])
+    }
+
     /// Random inserts, updates and deletes from two contexts, saved at random: after each
     /// save the observer's results and sections are what a fetch returns.
     @Test(arguments: stores)
