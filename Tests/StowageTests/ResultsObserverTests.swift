@@ -431,7 +431,8 @@ struct ResultsObserverTests {
             case 7:
                 if let doomed = existing.randomElement(using: &generator) { context.delete(doomed) }
             case 8:
-                existing.randomElement(using: &generator)?.cost = Double(Int.random(in: 0..<10_000, using: &generator)) / 7
+                existing.randomElement(using: &generator)?.cost =
+                    Double(Int.random(in: 0..<10_000, using: &generator)) / 7
             default:
                 existing.randomElement(using: &generator)?.title = "renamed\(step)"
             }

@@ -190,7 +190,8 @@ public final class HistoryObserver: Observable {
             else { continue }
             if !authors.isEmpty, !(transaction.author.map(authors.contains) ?? false) { continue }
             if let entityNames,
-                !transaction.changes.contains(where: { entityNames.contains($0.changedPersistentIdentifier.entityName) })
+                !transaction.changes.contains(where: { entityNames.contains($0.changedPersistentIdentifier.entityName) }
+                )
             {
                 continue
             }

@@ -195,10 +195,12 @@ public final class ResultsObserver<Element: PersistentModel, SectionTitle: Hasha
         // Taken, not copied: a copy would share the member table with the state, and the
         // first change would copy the whole table, a cost in proportion to the result.
         let (descriptor, aggregated) = state.withLock { ($0.descriptor, $0.aggregated) }
-        guard var tracked = state.withLock({ state in
-            defer { state.tracked = nil }
-            return state.tracked
-        }) else { return }
+        guard
+            var tracked = state.withLock({ state in
+                defer { state.tracked = nil }
+                return state.tracked
+            })
+        else { return }
         var error: (any Error)?
         var changes = TrackedResults.Changes()
         do {
@@ -462,8 +464,7 @@ extension ResultsObserver where SectionTitle == String {
     /// value, safe to share between threads; SwiftData's initializers take it without the
     /// `Sendable` its sort descriptors ask for, and `Sendable` is a marker protocol with no
     /// runtime form, so the conversion only tells the compiler.
-    private static func sendable<Value>(_ keyPath: KeyPath<Element, Value>) -> any KeyPath<Element, Value> & Sendable
-    {
+    private static func sendable<Value>(_ keyPath: KeyPath<Element, Value>) -> any KeyPath<Element, Value> & Sendable {
         unsafeBitCast(keyPath, to: (any KeyPath<Element, Value> & Sendable).self)
     }
 }

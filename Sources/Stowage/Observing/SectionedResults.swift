@@ -25,7 +25,11 @@ public struct SectionedResults<Element: PersistentModel, SectionTitle: Hashable>
             var high = count
             while low < high {
                 let mid = (low + high) / 2
-                if SnapshotValue.compare(entries[mid].keys[0], key) == .orderedSame { low = mid + 1 } else { high = mid }
+                if SnapshotValue.compare(entries[mid].keys[0], key) == .orderedSame {
+                    low = mid + 1
+                } else {
+                    high = mid
+                }
             }
             let name = title(key)
             // `nil` and `""` make the same title, and sort next to each other.

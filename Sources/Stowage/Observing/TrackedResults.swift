@@ -141,7 +141,8 @@ struct TrackedResults: @unchecked Sendable {
                 remove(id, &changes)
                 continue
             }
-            let matches = try query.predicate.map { try evaluator.matches(snapshot, $0, root: query.rootVariable) } ?? true
+            let matches =
+                try query.predicate.map { try evaluator.matches(snapshot, $0, root: query.rootVariable) } ?? true
             guard matches else {
                 remove(id, &changes)
                 continue
