@@ -17,7 +17,8 @@ struct StowageBenchTests {
 
     static let stores = ["memory", "json", "log-full", "log-relaxed"]
     static let phases = [
-        "insert", "point", "equality", "range", "count", "enumerate", "update", "singles", "delete", "reopen", "open",
+        "insert", "point", "equality", "range", "count", "enumerate", "update", "singles", "observe", "refetch",
+        "delete", "reopen", "open",
     ]
 
     struct Outcome {
@@ -93,7 +94,9 @@ struct StowageBenchTests {
         #expect(seconds < 60, "the tiny run took \(seconds) s")
         // Progress, phase by phase, on stderr.
         #expect(outcome.stderr.contains("warm-up"))
-        #expect(outcome.stderr.contains(" insert point equality range count enumerate update singles delete"))
+        #expect(
+            outcome.stderr.contains(
+                " insert point equality range count enumerate update singles observe refetch delete"))
 
         // results.json: every phase for every store and its peer, with the machine and revision.
         let json = try Data(contentsOf: out.appendingPathComponent("results.json"))
