@@ -7,7 +7,8 @@ import Stowage
 
 /// The phases, in the order they run. `open` is part of `reopen`, shown on its own.
 enum PhaseKey: String, CaseIterable, Codable, Sendable {
-    case insert, point, equality, range, count, enumerate, update, singles, observe, refetch, delete, reopen, open
+    case insert, point, equality, range, count, enumerate, update, singles, observe, refetch, steps, steps100, delete,
+        reopen, open
 
     /// A short name for charts and progress lines.
     var short: String {
@@ -22,6 +23,8 @@ enum PhaseKey: String, CaseIterable, Codable, Sendable {
         case .singles: "single-row saves"
         case .observe: "live results: save, results current"
         case .refetch: "save, then fetch again"
+        case .steps: "fetch-and-change steps, one save"
+        case .steps100: "the same steps, saved every 100"
         case .delete: "batch delete 10%"
         case .reopen: "close, reopen and count"
         case .open: "of which open and count"
@@ -35,6 +38,7 @@ enum PhaseKey: String, CaseIterable, Codable, Sendable {
         case .point, .equality, .range: "fetches"
         case .count: "counts"
         case .singles, .observe, .refetch: "saves"
+        case .steps, .steps100: "steps"
         case .reopen, .open: "opens"
         }
     }
@@ -131,6 +135,8 @@ final class CellRunner {
         case .refetch:
             "\(shape.refetchSaves) saves moving one row, each followed by fetching the sorted result again "
                 + "(identifiers, first 20 models)"
+        case .steps: "\(workload.lookupIDs.count) steps (fetch by unique id, change a property) saved once"
+        case .steps100: "the same \(workload.lookupIDs.count) steps, saved every 100"
         case .delete: "batch delete of 10 destinations (\(expectedDeleted) rows)"
         case .reopen: "close, reopen and count"
         case .open: "of which open and count"
@@ -148,6 +154,7 @@ final class CellRunner {
         case .singles: workload.singles.count
         case .observe: spec.shape.observeSaves
         case .refetch: spec.shape.refetchSaves
+        case .steps, .steps100: workload.lookupIDs.count
         case .delete: expectedDeleted
         case .reopen, .open: 1
         }
@@ -246,6 +253,16 @@ final class CellRunner {
         let reader = ModelContext(container)
         var found = 0
         try phase(.point, record: record) {
+            if asWritten {
+                // As an app writes it: the predicate alone, and every property read.
+                for id in workload.lookupIDs {
+                    for trip in try reader.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })) {
+                        readAll(trip)
+                        found += 1
+                    }
+                }
+                return
+            }
             for id in workload.lookupIDs {
                 var descriptor = FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })
                 descriptor.fetchLimit = 1
@@ -258,9 +275,10 @@ final class CellRunner {
         var equalityRows = 0
         try phase(.equality, record: record) {
             for destination in workload.destinations {
-                equalityRows += try equalityReader.fetch(
-                    FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination })
-                ).count
+                let trips = try equalityReader.fetch(
+                    FetchDescriptor<Trip>(predicate: #Predicate { $0.destination == destination }))
+                if asWritten { for trip in trips { readAll(trip) } }
+                equalityRows += trips.count
             }
         }
         guard equalityRows == workload.rows.count else { throw BenchError("equality fetches found \(equalityRows)") }
@@ -272,7 +290,9 @@ final class CellRunner {
                 var descriptor = FetchDescriptor<Trip>(
                     predicate: #Predicate { $0.startDate > start }, sortBy: [SortDescriptor(\.startDate)])
                 descriptor.fetchLimit = 20
-                rangeRows += try rangeReader.fetch(descriptor).count
+                let trips = try rangeReader.fetch(descriptor)
+                if asWritten { for trip in trips { readAll(trip) } }
+                rangeRows += trips.count
             }
         }
 
@@ -295,6 +315,7 @@ final class CellRunner {
                 enumerated += 1
                 budgets += trip.budget
                 noteBytes &+= trip.note.utf8.count
+                if asWritten { readAll(trip) }
             }
         }
         guard enumerated == workload.rows.count, noteBytes == 100 * enumerated else {
@@ -303,6 +324,19 @@ final class CellRunner {
 
         let updater = ModelContext(container)
         try phase(.update, record: record) {
+            if asWritten {
+                // Fetch, change, save every 1000: the common way to update records.
+                for (i, row) in workload.updates.enumerated() {
+                    let id = row.id
+                    guard
+                        let trip = try updater.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })).first
+                    else { throw BenchError("no trip \(id)") }
+                    trip.budget = row.budget + 1
+                    if (i + 1) % 1000 == 0 { try updater.save() }
+                }
+                try updater.save()
+                return
+            }
             var start = 0
             while start < updateIDs.count {
                 let end = min(start + 1000, updateIDs.count)
@@ -326,6 +360,7 @@ final class CellRunner {
         }
 
         try livePhases(container, updateIDs: updateIDs, record: record)
+        if asWritten { try stepPhases(container, record: record) }
 
         let deleter = ModelContext(container)
         let doomed = workload.doomedDestinations
@@ -339,6 +374,34 @@ final class CellRunner {
         let deleted = before - (try deleter.fetchCount(FetchDescriptor<Trip>()))
         guard deleted == expectedDeleted else { throw BenchError("deleted \(deleted), expected \(expectedDeleted)") }
         checksum = checksum &+ counted &+ rangeRows &+ Int(budgets)
+    }
+
+    /// Whether the cell runs the workload as an app writes it (`--as-written`).
+    var asWritten: Bool { spec.shape.asWritten }
+
+    /// Reads every property of `trip`, as a row shown in full.
+    func readAll(_ trip: Trip) {
+        sink &+= trip.id.hashValue &+ trip.destination.utf8.count &+ Int(trip.startDate.timeIntervalSinceReferenceDate)
+        sink &+= Int(trip.budget) &+ (trip.flag ? 1 : 0) &+ trip.note.utf8.count
+    }
+
+    /// The transaction phases of the as-written workload: `lookupIDs.count` steps, each a
+    /// fetch by the unique id and a change of the budget, saved once, and then the same
+    /// steps saved every 100.
+    func stepPhases(_ container: ModelContainer, record: Bool) throws {
+        func steps(_ context: ModelContext, savingEvery interval: Int?) throws {
+            for (i, id) in workload.lookupIDs.enumerated() {
+                guard let trip = try context.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })).first
+                else { throw BenchError("no trip \(id)") }
+                trip.budget += 1
+                if let interval, (i + 1) % interval == 0 { try context.save() }
+            }
+            try context.save()
+        }
+        let once = ModelContext(container)
+        try phase(.steps, record: record) { try steps(once, savingEvery: nil) }
+        let often = ModelContext(container)
+        try phase(.steps100, record: record) { try steps(often, savingEvery: 100) }
     }
 
     /// The rows after the single-row saves, before the batch delete.
@@ -448,14 +511,20 @@ final class CellRunner {
 
         var found = 0
         try phase(.point, record: record) {
-            for id in workload.lookupIDs where try peer.fetch(id: id) != nil { found += 1 }
+            for id in workload.lookupIDs {
+                guard let row = try peer.fetch(id: id) else { continue }
+                if asWritten { readAll(row) }
+                found += 1
+            }
         }
         guard found == workload.lookupIDs.count else { throw BenchError("SQLite point fetches found \(found)") }
 
         var equalityRows = 0
         try phase(.equality, record: record) {
             for destination in workload.destinations {
-                equalityRows += try peer.fetch(destination: destination).count
+                let rows = try peer.fetch(destination: destination)
+                if asWritten { for row in rows { readAll(row) } }
+                equalityRows += rows.count
             }
         }
         guard equalityRows == workload.rows.count else {
@@ -464,7 +533,11 @@ final class CellRunner {
 
         var rangeRows = 0
         try phase(.range, record: record) {
-            for start in workload.rangeStarts { rangeRows += try peer.fetch(after: start, limit: 20).count }
+            for start in workload.rangeStarts {
+                let rows = try peer.fetch(after: start, limit: 20)
+                if asWritten { for row in rows { readAll(row) } }
+                rangeRows += rows.count
+            }
         }
 
         var counted = 0
@@ -480,13 +553,20 @@ final class CellRunner {
                 enumerated += 1
                 budgets += row.budget
                 noteBytes &+= row.note.utf8.count
+                if asWritten { readAll(row) }
             }
         }
         guard enumerated == workload.rows.count, noteBytes == 100 * enumerated else {
             throw BenchError("SQLite enumerate saw \(enumerated) rows, \(noteBytes) note bytes")
         }
 
-        try phase(.update, record: record) { try peer.updateBudgets(workload.updates, batch: 1000) }
+        try phase(.update, record: record) {
+            if asWritten {
+                try peer.fetchAndUpdateBudgets(workload.updates.map { ($0.id, $0.budget + 1) }, batch: 1000)
+            } else {
+                try peer.updateBudgets(workload.updates, batch: 1000)
+            }
+        }
         try phase(.singles, record: record) {
             for row in workload.singles { try peer.insertOne(row) }
         }
@@ -509,6 +589,10 @@ final class CellRunner {
             }
         }
         checksum = checksum &+ Int(shown) % 1000
+        if asWritten {
+            try phase(.steps, record: record) { try peer.steps(workload.lookupIDs, commitEvery: nil) }
+            try phase(.steps100, record: record) { try peer.steps(workload.lookupIDs, commitEvery: 100) }
+        }
         var deleted = 0
         try phase(.delete, record: record) { deleted = try peer.delete(destinations: workload.doomedDestinations) }
         guard deleted == expectedDeleted else {
@@ -541,6 +625,16 @@ final class CellRunner {
 
 /// Folded into by every phase so that no result goes unused.
 nonisolated(unsafe) var checksum = 0
+/// Folded into by every property the as-written workload reads.
+nonisolated(unsafe) var sink = 0
+
+extension CellRunner {
+    /// Reads every column of `row`, as the Stowage side reads every property.
+    func readAll(_ row: TripRow) {
+        sink &+= row.id.hashValue &+ row.destination.utf8.count &+ Int(row.startDate.timeIntervalSinceReferenceDate)
+        sink &+= Int(row.budget) &+ (row.flag ? 1 : 0) &+ row.note.utf8.count
+    }
+}
 
 /// The child's entry point: runs the cell and prints its result as one JSON line.
 func runCell(_ spec: CellSpec) -> Int32 {

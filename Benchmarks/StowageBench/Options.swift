@@ -91,6 +91,10 @@ struct WorkloadShape: Codable, Sendable, Hashable {
     var seed: UInt64 = 42
     /// Notes of random letters (the default) or one letter repeated.
     var randomNotes = true
+    /// The workload as an app writes it (`--as-written`): point fetches through `#Predicate`
+    /// with no limit, every property of every fetched row read, updates by fetch, change and
+    /// save, and the transaction phases. The default is the tuned workload.
+    var asWritten = false
 
     /// Saves in the live-results phase: as many as the single-row saves, at most 1000, and
     /// fewer past N = 100,000, where the peer's query after each save reads every row.
@@ -124,6 +128,11 @@ let usage = """
       --migration           also run migration-bench (next to this executable) at the largest N
                             and include its table: migration time and peak memory beside SQLite
       --out DIR             write results.md, results.json and chart.svg to DIR
+      --as-written          the workload as an app writes it, at default settings on both
+                            sides (implies --sqlite-cache-mib 0): point fetches through
+                            #Predicate on the unique id, every property of every fetched row
+                            read, updates by fetch, change and save every 1000, and 10,000
+                            fetch-and-change steps saved once and saved every 100
       --quick               N = 2000, 1 run after the warm-up, every store (a smoke test)
       -h, --help            this text
 
@@ -148,6 +157,7 @@ struct Options {
     var btree = false
     var migration = false
     var randomNotes = true
+    var asWritten = false
     var out: String?
     /// Set in a child: the one cell to run.
     var cell: CellSpec?
@@ -168,8 +178,9 @@ struct Options {
             singles = 1000
         }
         return WorkloadShape(
-            n: n, pointFetches: pointFetches, rangeFetches: rangeFetches, singleSaves: singles, randomNotes: randomNotes
-        )
+            n: n, pointFetches: pointFetches, rangeFetches: rangeFetches, singleSaves: singles,
+            randomNotes: randomNotes,
+            asWritten: asWritten)
     }
 
     init(_ arguments: [String]) throws {
@@ -216,6 +227,7 @@ struct Options {
             case "--btree": btree = true
             case "--migration": migration = true
             case "--uniform-notes": randomNotes = false
+            case "--as-written": asWritten = true
             case "--out": out = try value()
             case "--quick":
                 ns = [2000]
@@ -227,6 +239,8 @@ struct Options {
             i += 1
         }
         guard !ns.isEmpty else { throw UsageError(message: "--n needs at least one row count") }
+        // Default settings on both sides: SQLite's page cache and the log store's block cache.
+        if asWritten { sqliteCacheMiB = 0 }
     }
 
     /// `2000`, `10k`, `1M`, `1_000_000`.
@@ -280,7 +294,7 @@ struct CellSpec: Codable, Sendable, Hashable {
     var argument: String {
         "system=\(system),n=\(shape.n),runs=\(runs),point=\(shape.pointFetches),range=\(shape.rangeFetches),"
             + "singles=\(shape.singleSaves),seed=\(shape.seed),notes=\(shape.randomNotes ? "random" : "uniform"),"
-            + "cache=\(sqliteCacheMiB),block=\(blockKiB),step=\(lockstep ? 1 : 0)"
+            + "cache=\(sqliteCacheMiB),block=\(blockKiB),step=\(lockstep ? 1 : 0),app=\(shape.asWritten ? 1 : 0)"
     }
 
     init(parsing text: String) throws {
@@ -302,7 +316,7 @@ struct CellSpec: Codable, Sendable, Hashable {
         shape = WorkloadShape(
             n: try number("n"), pointFetches: try number("point"), rangeFetches: try number("range"),
             singleSaves: try number("singles"), seed: UInt64(try number("seed")),
-            randomNotes: fields["notes"] != "uniform")
+            randomNotes: fields["notes"] != "uniform", asWritten: fields["app"] == "1")
         runs = try number("runs")
         sqliteCacheMiB = try number("cache")
         blockKiB = fields["block"] == nil ? defaultBlockKiB : try number("block")

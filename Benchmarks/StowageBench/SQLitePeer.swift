@@ -182,6 +182,43 @@ final class SQLitePeer {
         }
     }
 
+    /// For each `(id, budget)`: selects the row by its id, then updates its budget by its
+    /// key, one transaction per `batch` rows: fetch, change, save.
+    func fetchAndUpdateBudgets(_ changes: [(UUID, Double)], batch: Int) throws {
+        var start = 0
+        while start < changes.count {
+            try exec("BEGIN")
+            for (id, budget) in changes[start..<min(start + batch, changes.count)] {
+                guard let row = try fetch(id: id) else { throw Failure.sqlite("no row \(id)") }
+                try setBudget(pk: row.pk, budget)
+            }
+            try exec("COMMIT")
+            start += batch
+        }
+    }
+
+    /// For each id: selects the row, then raises its budget by 1; committing once at the
+    /// end, or every `commitEvery` steps.
+    func steps(_ ids: [UUID], commitEvery: Int?) throws {
+        try exec("BEGIN")
+        for (i, id) in ids.enumerated() {
+            guard let row = try fetch(id: id) else { throw Failure.sqlite("no row \(id)") }
+            try setBudget(pk: row.pk, row.budget + 1)
+            if let commitEvery, (i + 1) % commitEvery == 0 {
+                try exec("COMMIT")
+                try exec("BEGIN")
+            }
+        }
+        try exec("COMMIT")
+    }
+
+    private func setBudget(pk: Int64, _ budget: Double) throws {
+        let s = try statement("UPDATE trip SET budget = ? WHERE pk = ?")
+        sqlite3_bind_double(s, 1, budget)
+        sqlite3_bind_int64(s, 2, pk)
+        guard sqlite3_step(s) == SQLITE_DONE, sqlite3_changes(db) == 1 else { throw Failure.sqlite("update failed") }
+    }
+
     /// One row, in a transaction of its own (autocommit).
     func insertOne(_ row: TripRow) throws {
         let s = try statement(

@@ -290,10 +290,13 @@ extension ModelContext {
         return query.entities.contains { hasPendingChanges(forEntity: $0.name) }
     }
 
+    /// Whether this context may have unsaved changes to records of the entity `name`:
+    /// answered from the context's index of its changes, so it costs the same however many
+    /// there are (it may say yes for changes since taken back).
     func hasPendingChanges(forEntity name: String) -> Bool {
         guard hasChanges else { return false }
-        return insertedOrder.contains { $0.entityName == name } || changedOrder.contains { $0.entityName == name }
-            || deletedOrder.contains { $0.entityName == name }
+        return pending.insertedEntities.contains(name) || pending.changedEntities.contains(name)
+            || pending.deletedEntities.contains(name)
             || pendingBatchDeletes.contains { $0.entityName == name }
     }
 
@@ -324,16 +327,33 @@ extension ModelContext {
             return try storeSnapshots(store, query, storeFetch)
         }
         // Fetch without the window, replace what this context has changed, then sort and cut.
+        // Only the changes that can make a difference are looked at: the pending inserts of
+        // the query's entities, and the changed models that wrote a property the predicate
+        // or the sort reads (a changed model that wrote none matches and sorts as its saved
+        // record does, and the fetch hands back the model itself). So a fetch costs the same
+        // however many unrelated unsaved changes the context holds.
         var unwindowed = query
         unwindowed.limit = nil
         unwindowed.offset = 0
         let stored = try storeSnapshots(store, unwindowed, storeFetch)
-        var pending: [PersistentIdentifier: DefaultSnapshot] = [:]
-        for (id, model) in zip(insertedOrder, insertedModels) where query.reads(entityNamed: id.entityName) {
-            pending[id] = try model.persistentBackingData.snapshot()
+        var pendingSnapshots: [PersistentIdentifier: DefaultSnapshot] = [:]
+        var inserted: [PersistentIdentifier] = []
+        if query.entities.contains(where: { pending.insertedEntities.contains($0.name) }) {
+            for (id, model) in zip(insertedOrder, insertedModels) where query.reads(entityNamed: id.entityName) {
+                pendingSnapshots[id] = try model.persistentBackingData.snapshot()
+                inserted.append(id)
+            }
         }
-        for id in changedOrder where query.reads(entityNamed: id.entityName) {
-            if let model = changedModels[id] { pending[id] = try model.persistentBackingData.snapshot() }
+        let bitsRead = query.writtenBitsRead
+        var changed: [PersistentIdentifier] = []
+        for entity in query.entities where pending.changedEntities.contains(entity.name) {
+            for id in pending.changed(in: entity.name, writing: bitsRead) where pendingSnapshots[id] == nil {
+                guard let model = changedModels[id],
+                    model.persistentBackingData.writtenProperties & bitsRead != 0
+                else { continue }
+                pendingSnapshots[id] = try model.persistentBackingData.snapshot()
+                changed.append(id)
+            }
         }
         var evaluator = QueryEvaluator(resolve: { [unowned self] id in
             if let model = self.lookUp(id), self.hasPendingChanges(id) {
@@ -342,19 +362,33 @@ extension ModelContext {
             if self.deletedModels[id] != nil { return nil }
             return try? core.store(for: id.entityName).snapshots(for: [id])[id]
         })
-        var merged = stored.filter {
-            pending[$0.persistentIdentifier] == nil && deletedModels[$0.persistentIdentifier] == nil
+        func matches(_ snapshot: DefaultSnapshot) throws -> Bool {
+            if let ids = query.identifiers, !ids.contains(snapshot.persistentIdentifier) { return false }
+            guard let predicate = query.predicate else { return true }
+            return try evaluator.matches(snapshot, predicate, root: query.rootVariable)
         }
-        if pendingBatchDeletes.contains(where: { query.reads(entityNamed: $0.entityName) }) {
-            merged = try merged.filter { try !isBatchDeleted($0, evaluator: &evaluator) }
-        }
-        let order = insertedOrder + changedOrder
-        for id in order {
-            guard let snapshot = pending[id] else { continue }
-            if let ids = query.identifiers, !ids.contains(id) { continue }
-            if let predicate = query.predicate, try !evaluator.matches(snapshot, predicate, root: query.rootVariable) {
-                continue
+        let deletes = !deletedModels.isEmpty && query.entities.contains { pending.deletedEntities.contains($0.name) }
+        // Deletes by predicate take saved records that match them; models changed or
+        // inserted here after the call stay.
+        let batchDeletes = pendingBatchDeletes.contains { query.reads(entityNamed: $0.entityName) }
+        var merged: [DefaultSnapshot] = []
+        merged.reserveCapacity(stored.count + inserted.count)
+        // A changed model keeps its saved record's place if it still matches.
+        var placed = Set<PersistentIdentifier>()
+        for snapshot in stored {
+            let id = snapshot.persistentIdentifier
+            if deletes, deletedModels[id] != nil { continue }
+            if let replacement = pendingSnapshots[id] {
+                placed.insert(id)
+                if try matches(replacement) { merged.append(replacement) }
+            } else {
+                if batchDeletes, try isBatchDeleted(snapshot, evaluator: &evaluator) { continue }
+                merged.append(snapshot)
             }
+        }
+        // Inserted models, and changed ones their saved record did not bring.
+        for id in inserted + changed where !placed.contains(id) {
+            guard let snapshot = pendingSnapshots[id], try matches(snapshot) else { continue }
             merged.append(snapshot)
         }
         if !query.sort.isEmpty {

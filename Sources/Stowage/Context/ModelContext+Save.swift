@@ -215,6 +215,7 @@ extension ModelContext {
         for (id, model) in all where deletedModels[id] == nil {
             deletedModels[id] = model
             deletedOrder.append(id)
+            self.pending.deletedEntities.insert(id.entityName)
             model.persistentBackingData.isDeleted = true
             if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
             if id.isTemporary { removeInserted(id) }
@@ -294,6 +295,7 @@ extension ModelContext {
         changedModels.removeAll(keepingCapacity: keepCapacity)
         deletedOrder = []
         deletedModels = [:]
+        pending.removeAll()
         withExtendedLifetime(released) {}
         var deletedIDs = deletions.keys.filter { !$0.isTemporary }
         deletedIDs.append(contentsOf: storeDeleted)

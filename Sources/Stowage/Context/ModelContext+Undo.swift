@@ -204,6 +204,7 @@ extension ModelContext {
         if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
         deletedModels[id] = model
         deletedOrder.append(id)
+        pending.deletedEntities.insert(id.entityName)
         data.isDeleted = true
     }
 
@@ -215,6 +216,7 @@ extension ModelContext {
         insertedPositions?[id] = insertedOrder.count
         insertedOrder.append(id)
         insertedModels.append(model)
+        pending.insertedEntities.insert(id.entityName)
         data.context = self
     }
 
@@ -239,6 +241,7 @@ extension ModelContext {
         data.context = self
         if changed {
             if changedModels.updateValue(model, forKey: id) == nil { changedOrder.append(id) }
+            pending.noteWrite(id, bits: .max)
         } else if changedModels.removeValue(forKey: id) != nil {
             changedOrder.removeAll { $0 == id }
         }

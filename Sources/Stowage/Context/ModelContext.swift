@@ -138,6 +138,8 @@ public final class ModelContext {
     /// Counts models newly changed or deleted, so that `enumerate` can tell whether its
     /// block changed anything.
     @exclusivity(unchecked) var changeCount = 0
+    /// The small indexes of the unsaved changes that fetches merge (``PendingChangeIndex``).
+    @exclusivity(unchecked) var pending = PendingChangeIndex()
     /// The changed models, which the context keeps alive until they are saved or rolled back.
     ///
     /// `@exclusivity(unchecked)`, with `deletedModels`, `changeCount` and
@@ -281,7 +283,10 @@ public final class ModelContext {
         insertedModels.remove(at: position)
     }
 
-    func modelDidChange(_ model: any PersistentModel) {
+    /// Records that `model` changed. `newlyWritten` holds the bits of its
+    /// ``ModelBackingData/writtenProperties`` this change set for the first time, for the
+    /// fetches' index of changes.
+    func modelDidChange(_ model: any PersistentModel, newlyWritten: UInt16) {
         let id = model.persistentModelID
         // A temporary identifier is a pending insert, which saves whole anyway. The model's
         // backing data names this context as its own only while it is registered here
@@ -292,6 +297,11 @@ public final class ModelContext {
         if changedModels.updateValue(model, forKey: id) == nil {
             changedOrder.append(id)
             changeCount &+= 1
+            // A model that joins the changed ones is indexed under everything it wrote,
+            // whatever wrote it before (a relationship, an undo).
+            pending.noteWrite(id, bits: model.persistentBackingData.writtenProperties | newlyWritten)
+        } else if newlyWritten != 0 {
+            pending.noteWrite(id, bits: newlyWritten)
         }
         scheduleAutosave()
     }
@@ -345,6 +355,7 @@ public final class ModelContext {
             insertedPositions?[id] = insertedOrder.count
             insertedOrder.append(id)
             insertedModels.append(model)
+            pending.insertedEntities.insert(id.entityName)
         } else if let previous = registered.updateValue(model, forKey: id) {
             // One hash look-up registers the model and tells whether it was registered.
             if previous !== model { registered[id] = previous }
@@ -387,6 +398,7 @@ public final class ModelContext {
         if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
         deletedModels[id] = model
         deletedOrder.append(id)
+        pending.deletedEntities.insert(id.entityName)
         changeCount &+= 1
         data.isDeleted = true
         scheduleAutosave()
@@ -427,6 +439,7 @@ public final class ModelContext {
         deletedOrder = []
         deletedModels = [:]
         pendingBatchDeletes = []
+        pending.removeAll()
         withExtendedLifetime(released) {}
         // Rollback cannot throw (as in SwiftData): when the records cannot be read back, the
         // models keep their current values.

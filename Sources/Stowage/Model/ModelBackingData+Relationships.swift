@@ -9,15 +9,21 @@ extension ModelBackingData {
         }
     }
 
-    func setReferences(_ refs: [RelatedReference], at index: Int, owner: any PersistentModel) {
+    /// Replaces the references at `index`, and gives the bit of ``writtenProperties`` it
+    /// set for the first time, if any, for ``ModelContext/modelDidChange(_:newlyWritten:)``.
+    @discardableResult
+    func setReferences(_ refs: [RelatedReference], at index: Int, owner: any PersistentModel) -> UInt16 {
         willChange(owner)
         ensureSlots()
-        writtenProperties |= Self.writtenBit(index)
+        let bit = Self.writtenBit(index)
+        let newlyWritten = bit & ~writtenProperties
+        writtenProperties |= bit
         if entity.properties[index].relationship?.isToOne == true {
             slots[index] = .toOne(refs.first)
         } else {
             slots[index] = .toMany(refs)
         }
+        return newlyWritten
     }
 
     /// Resolves a reference to its model: the model itself, or the one the context has or
@@ -58,8 +64,8 @@ extension ModelBackingData {
         }
         let old = references(at: index)
         let oldIDs = Set(old.map(\.id))
-        setReferences(unique.map(RelatedReference.init), at: index, owner: owner)
-        context?.modelDidChange(owner)
+        let written = setReferences(unique.map(RelatedReference.init), at: index, owner: owner)
+        context?.modelDidChange(owner, newlyWritten: written)
         if let context {
             for model in unique
             where model.persistentBackingData.context == nil && !model.persistentBackingData.isDeleted {
@@ -83,26 +89,27 @@ extension ModelBackingData {
         let other = model.persistentBackingData
         let q = inverse.property.index
         let ownerID = persistentModelID
+        var written: UInt16 = 0
         if inverse.property.relationship?.isToOne == true {
             if let previous = other.references(at: q).first, previous.id != ownerID {
                 // The model leaves its previous owner's relationship.
                 if let previousOwner = other.resolve(previous) {
                     let prev = previousOwner.persistentBackingData
-                    prev.setReferences(
+                    let written = prev.setReferences(
                         prev.references(at: index).filter { $0.id != model.persistentModelID }, at: index,
                         owner: previousOwner)
-                    prev.context?.modelDidChange(previousOwner)
+                    prev.context?.modelDidChange(previousOwner, newlyWritten: written)
                 }
             }
-            other.setReferences([RelatedReference(owner)], at: q, owner: model)
+            written = other.setReferences([RelatedReference(owner)], at: q, owner: model)
         } else {
             var refs = other.references(at: q)
             if !refs.contains(where: { $0.id == ownerID }) {
                 refs.append(RelatedReference(owner))
-                other.setReferences(refs, at: q, owner: model)
+                written = other.setReferences(refs, at: q, owner: model)
             }
         }
-        other.context?.modelDidChange(model)
+        other.context?.modelDidChange(model, newlyWritten: written)
         if let context, other.context == nil, !other.isDeleted {
             context.insert(model)
         } else if let otherContext = other.context, context == nil, !isDeleted {
@@ -118,8 +125,8 @@ extension ModelBackingData {
         let q = inverse.property.index
         let refs = other.references(at: q)
         guard refs.contains(where: { $0.id == ownerID }) else { return }
-        other.setReferences(refs.filter { $0.id != ownerID }, at: q, owner: model)
-        other.context?.modelDidChange(model)
+        let written = other.setReferences(refs.filter { $0.id != ownerID }, at: q, owner: model)
+        other.context?.modelDidChange(model, newlyWritten: written)
     }
 
     /// Rewrites references to models that now have permanent identifiers as identifiers.

@@ -523,12 +523,14 @@ public final class ModelBackingData {
     func setAttributeValue<Value>(at index: Int, _ value: Value, owner: any PersistentModel) {
         bindIfNeeded(owner)
         willChange(owner)
-        writtenProperties |= Self.writtenBit(index)
+        let bit = Self.writtenBit(index)
+        let newlyWritten = bit & ~writtenProperties
+        writtenProperties |= bit
         if !writeEncoded(value, at: index) {
             ensureSlots()
             slots[index] = storedSlot(value, at: index)
         }
-        context?.modelDidChange(owner)
+        context?.modelDidChange(owner, newlyWritten: newlyWritten)
     }
 
     /// Stores a value from a property's initial value or the model's `init`, before the
