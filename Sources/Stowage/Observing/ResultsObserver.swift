@@ -30,6 +30,7 @@ import Synchronization
 ///   The `isolation` argument of the initializers is accepted for SwiftData's signature.
 /// - Models with equal sort keys are ordered by ``PersistentIdentifier``; the
 ///   ``sortBy`` descriptors do not list it.
+/// - ``results`` and ``sections`` are read-only; SwiftData declares setters for them.
 /// - A descriptor that cannot be fetched makes the initializer throw; one set later through
 ///   ``fetchDescriptor``, ``filterBy`` or ``sortBy`` leaves the results empty and the reason
 ///   in ``fetchError`` (Stowage's own), until a descriptor that can be fetched is set.
