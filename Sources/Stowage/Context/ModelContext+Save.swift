@@ -215,7 +215,7 @@ extension ModelContext {
         for (id, model) in all where deletedModels[id] == nil {
             deletedModels[id] = model
             deletedOrder.append(id)
-            self.pending.deletedEntities.insert(id.entityName)
+            self.pending.noteDelete(id)
             model.persistentBackingData.isDeleted = true
             if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
             if id.isTemporary { removeInserted(id) }

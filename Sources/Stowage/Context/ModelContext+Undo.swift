@@ -204,7 +204,7 @@ extension ModelContext {
         if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
         deletedModels[id] = model
         deletedOrder.append(id)
-        pending.deletedEntities.insert(id.entityName)
+        pending.noteDelete(id)
         data.isDeleted = true
     }
 
@@ -216,7 +216,7 @@ extension ModelContext {
         insertedPositions?[id] = insertedOrder.count
         insertedOrder.append(id)
         insertedModels.append(model)
-        pending.insertedEntities.insert(id.entityName)
+        pending.noteInsert(id)
         data.context = self
     }
 

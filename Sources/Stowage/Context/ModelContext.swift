@@ -355,7 +355,7 @@ public final class ModelContext {
             insertedPositions?[id] = insertedOrder.count
             insertedOrder.append(id)
             insertedModels.append(model)
-            pending.insertedEntities.insert(id.entityName)
+            pending.noteInsert(id)
         } else if let previous = registered.updateValue(model, forKey: id) {
             // One hash look-up registers the model and tells whether it was registered.
             if previous !== model { registered[id] = previous }
@@ -398,7 +398,7 @@ public final class ModelContext {
         if changedModels.removeValue(forKey: id) != nil { changedOrder.removeAll { $0 == id } }
         deletedModels[id] = model
         deletedOrder.append(id)
-        pending.deletedEntities.insert(id.entityName)
+        pending.noteDelete(id)
         changeCount &+= 1
         data.isDeleted = true
         scheduleAutosave()

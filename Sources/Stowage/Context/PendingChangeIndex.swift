@@ -11,35 +11,53 @@ import Foundation
 /// context's lists, so a stale entry costs a look-up and changes nothing.
 struct PendingChangeIndex {
     /// Entities with pending inserts.
-    var insertedEntities: Set<String> = []
+    private(set) var insertedEntities: Set<String> = []
     /// Entities with changed models.
-    var changedEntities: Set<String> = []
+    private(set) var changedEntities: Set<String> = []
     /// Entities with pending deletes.
-    var deletedEntities: Set<String> = []
-    /// Changed models by entity, under each bit of ``ModelBackingData/writtenProperties``
-    /// they set.
-    var written: [String: [[PersistentIdentifier]]] = [:]
+    private(set) var deletedEntities: Set<String> = []
+    /// Changed models by entity (a few, searched in order), under each bit of
+    /// ``ModelBackingData/writtenProperties`` they set.
+    private var written: [(entity: String, lists: [[PersistentIdentifier]])] = []
+    /// The entity of the last insert: an import inserts one entity's models one after
+    /// another, and comparing a name with the same string is cheaper than hashing it.
+    private var lastInserted: String?
 
     var isEmpty: Bool { insertedEntities.isEmpty && changedEntities.isEmpty && deletedEntities.isEmpty }
+
+    mutating func noteInsert(_ id: PersistentIdentifier) {
+        let entity = id.entityName
+        if entity == lastInserted { return }
+        insertedEntities.insert(entity)
+        lastInserted = entity
+    }
+
+    mutating func noteDelete(_ id: PersistentIdentifier) {
+        deletedEntities.insert(id.entityName)
+    }
 
     /// Notes that the changed model `id` set the written bits `bits`.
     mutating func noteWrite(_ id: PersistentIdentifier, bits: UInt16) {
         guard bits != 0 else { return }
         let entity = id.entityName
-        changedEntities.insert(entity)
-        var lists = written.removeValue(forKey: entity) ?? Array(repeating: [], count: 16)
+        var slot = written.firstIndex { $0.entity == entity }
+        if slot == nil {
+            changedEntities.insert(entity)
+            written.append((entity, Array(repeating: [], count: 16)))
+            slot = written.count - 1
+        }
+        guard let slot else { return }
         var remaining = bits
         while remaining != 0 {
             let bit = remaining.trailingZeroBitCount
-            lists[bit].append(id)
+            written[slot].lists[bit].append(id)
             remaining &= remaining - 1
         }
-        written[entity] = lists
     }
 
     /// The changed models of `entity` that set any of `bits`, each once (stale ones too).
     func changed(in entity: String, writing bits: UInt16) -> [PersistentIdentifier] {
-        guard bits != 0, let lists = written[entity] else { return [] }
+        guard bits != 0, let lists = written.first(where: { $0.entity == entity })?.lists else { return [] }
         if bits.nonzeroBitCount == 1 { return lists[bits.trailingZeroBitCount] }
         var seen = Set<PersistentIdentifier>()
         var result: [PersistentIdentifier] = []
@@ -53,7 +71,7 @@ struct PendingChangeIndex {
     }
 
     mutating func removeAll() {
-        guard !isEmpty || !written.isEmpty else { return }
+        guard !isEmpty || !written.isEmpty || lastInserted != nil else { return }
         self = PendingChangeIndex()
     }
 }
