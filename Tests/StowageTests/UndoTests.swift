@@ -215,3 +215,52 @@ struct UndoTests {
         #expect(stored == history[position], "seed \(random.seed)")
     }
 }
+
+/// An actor whose context records its changes for undo, as an app's background editor
+/// would.
+@ModelActor
+actor UndoingEditor {
+    func startRecording() { modelContext.undoManager = UndoManager() }
+
+    func add(_ name: String) throws {
+        modelContext.insert(Trip(name: name))
+        modelContext.processPendingChanges()
+    }
+
+    func rename(_ name: String, to newName: String) throws {
+        let trips = try modelContext.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.name == name }))
+        for trip in trips { trip.name = newName }
+        modelContext.processPendingChanges()
+    }
+
+    func undo() { modelContext.undoManager?.undo() }
+    func redo() { modelContext.undoManager?.redo() }
+    func save() throws { try modelContext.save() }
+
+    func names() throws -> [String] {
+        try modelContext.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)])).map(\.name)
+    }
+}
+
+@Suite("Undo in a @ModelActor")
+struct ModelActorUndoTests {
+    @Test(arguments: StoreFactory.all.map(\.name))
+    func anActorsContextUndoesAndRedoesItsChanges(store: String) async throws {
+        let factory = try #require(StoreFactory.all.first { $0.name == store })
+        let container = try factory.make(Schema([Person.self, Trip.self, Item.self, Badge.self]))
+        let editor = UndoingEditor(modelContainer: container)
+        await editor.startRecording()
+        try await editor.add("Lisbon")
+        try await editor.add("Oslo")
+        try await editor.rename("Oslo", to: "Bergen")
+        #expect(try await editor.names() == ["Bergen", "Lisbon"])
+        await editor.undo()
+        #expect(try await editor.names() == ["Lisbon", "Oslo"])
+        await editor.undo()
+        #expect(try await editor.names() == ["Lisbon"])
+        await editor.redo()
+        try await editor.save()
+        // Another context sees what the actor saved: its undo state, not its history.
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Trip>()).map(\.name).sorted() == ["Lisbon", "Oslo"])
+    }
+}
