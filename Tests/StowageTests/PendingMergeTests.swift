@@ -34,6 +34,13 @@ struct PendingMergeTests {
         Case(
             name: "its trip is T1", predicate: #Predicate { $0.trip?.name == "T1" }, test: { $0.trip?.name == "T1" },
             sort: [SortDescriptor(\.weight)], order: { $0.weight == $1.weight ? nil : $0.weight < $1.weight }),
+        Case(
+            name: "name == apple (the index of inserts)", predicate: #Predicate { $0.name == "apple" },
+            test: { $0.name == "apple" }, sort: [], order: { _, _ in nil }),
+        Case(
+            name: "quantity == 2 and weight > 3", predicate: #Predicate { $0.quantity == 2 && $0.weight > 3 },
+            test: { $0.quantity == 2 && $0.weight > 3 }, sort: [SortDescriptor(\.weight)],
+            order: { $0.weight == $1.weight ? nil : $0.weight < $1.weight }),
         Case(name: "all, unsorted", predicate: nil, test: { _ in true }, sort: [], order: { _, _ in nil }),
     ]
 
@@ -55,8 +62,8 @@ struct PendingMergeTests {
         for step in 0..<300 {
             let items = try context.fetch(FetchDescriptor<Item>())
             let item = items.randomElement(using: &random)
-            switch Int.random(in: 0..<12, using: &random) {
-            case 0:
+            switch Int.random(in: 0..<13, using: &random) {
+            case 0, 11:
                 let new = Item(
                     name: names.randomElement(using: &random)!, weight: Double(Int.random(in: 0..<11, using: &random)))
                 new.quantity = Int.random(in: 0..<5, using: &random)

@@ -283,11 +283,21 @@ extension ModelContext {
         return route
     }
 
-    /// Whether this context has unsaved changes to a record `query` reads.
+    /// Whether this context has unsaved changes to a record `query` reads: one of its
+    /// entities', or, when its predicate reads other models through relationships, any.
     func hasPendingChanges(for query: FetchQuery) -> Bool {
         guard hasChanges else { return false }
+        if query.readsOtherModels { return true }
         if !query.spansSubentities { return hasPendingChanges(forEntity: query.entity.name) }
         return query.entities.contains { hasPendingChanges(forEntity: $0.name) }
+    }
+
+    /// Whether this context has unsaved changes to records of entities other than those
+    /// `query` fetches, which a predicate that reads related models can see.
+    func hasPendingChanges(outside query: FetchQuery) -> Bool {
+        let names = pending.insertedEntities.union(pending.changedEntities).union(pending.deletedEntities)
+        return names.contains { !query.reads(entityNamed: $0) }
+            || pendingBatchDeletes.contains { !query.reads(entityNamed: $0.entityName) }
     }
 
     /// Whether this context may have unsaved changes to records of the entity `name`:
@@ -335,13 +345,39 @@ extension ModelContext {
         var unwindowed = query
         unwindowed.limit = nil
         unwindowed.offset = 0
+        // A predicate that reads related models, some of which have unsaved changes, can
+        // match a record the store would not (or not match one it would): every record is
+        // fetched and tested here, with the related models as this context has them.
+        let retestsStored = query.readsOtherModels && hasPendingChanges(outside: query)
+        if retestsStored {
+            unwindowed.predicate = nil
+            unwindowed.sort = []
+        }
         let stored = try storeSnapshots(store, unwindowed, storeFetch)
         var pendingSnapshots: [PersistentIdentifier: DefaultSnapshot] = [:]
         var inserted: [PersistentIdentifier] = []
         if query.entities.contains(where: { pending.insertedEntities.contains($0.name) }) {
-            for (id, model) in zip(insertedOrder, insertedModels) where query.reads(entityNamed: id.entityName) {
-                pendingSnapshots[id] = try model.persistentBackingData.snapshot()
-                inserted.append(id)
+            if let (property, value) = query.requiredEquality {
+                // Only the inserts with the value the predicate requires, from the index.
+                for entity in query.entities where pending.insertedEntities.contains(entity.name) {
+                    let candidates = try pending.inserts(of: entity.name, property: property, equalTo: value) {
+                        try zip(insertedOrder, insertedModels).filter { $0.0.entityName == entity.name }.map {
+                            ($0.0, try $0.1.persistentBackingData.snapshot().values)
+                        }
+                    }
+                    for id in candidates where pendingSnapshots[id] == nil {
+                        guard let model = insertedModel(for: id) else { continue }
+                        pendingSnapshots[id] = try model.persistentBackingData.snapshot()
+                        inserted.append(id)
+                    }
+                }
+                // Unsaved records by identifier order, as the full list keeps them.
+                inserted.sort()
+            } else {
+                for (id, model) in zip(insertedOrder, insertedModels) where query.reads(entityNamed: id.entityName) {
+                    pendingSnapshots[id] = try model.persistentBackingData.snapshot()
+                    inserted.append(id)
+                }
             }
         }
         let bitsRead = query.writtenBitsRead
@@ -383,6 +419,7 @@ extension ModelContext {
                 if try matches(replacement) { merged.append(replacement) }
             } else {
                 if batchDeletes, try isBatchDeleted(snapshot, evaluator: &evaluator) { continue }
+                if retestsStored, try !matches(snapshot) { continue }
                 merged.append(snapshot)
             }
         }

@@ -217,6 +217,9 @@ extension ModelContext {
         insertedOrder.append(id)
         insertedModels.append(model)
         pending.noteInsert(id)
+        if pending.indexesInserts(of: id.entityName), let snapshot = try? data.snapshot() {
+            pending.noteInsertedValues(id, snapshot.values)
+        }
         data.context = self
     }
 

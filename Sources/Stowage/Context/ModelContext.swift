@@ -288,6 +288,13 @@ public final class ModelContext {
     /// fetches' index of changes.
     func modelDidChange(_ model: any PersistentModel, newlyWritten: UInt16) {
         let id = model.persistentModelID
+        // A pending insert's new value joins the fetches' index of inserts, if it has one.
+        if id.isTemporary, pending.indexesInserts(of: id.entityName),
+            model.persistentBackingData.isRegistered(in: self),
+            let snapshot = try? model.persistentBackingData.snapshot()
+        {
+            pending.noteInsertedValues(id, snapshot.values)
+        }
         // A temporary identifier is a pending insert, which saves whole anyway. The model's
         // backing data names this context as its own only while it is registered here
         // (every unregistering clears it), so the registry is not asked again.
@@ -356,6 +363,9 @@ public final class ModelContext {
             insertedOrder.append(id)
             insertedModels.append(model)
             pending.noteInsert(id)
+            if pending.indexesInserts(of: id.entityName), let snapshot = try? data.snapshot() {
+                pending.noteInsertedValues(id, snapshot.values)
+            }
         } else if let previous = registered.updateValue(model, forKey: id) {
             // One hash look-up registers the model and tells whether it was registered.
             if previous !== model { registered[id] = previous }

@@ -23,7 +23,52 @@ struct PendingChangeIndex {
     /// another, and comparing a name with the same string is cheaper than hashing it.
     private var lastInserted: String?
 
+    /// Pending inserts by the stored value of one attribute, for each (entity, property)
+    /// a fetch has asked for: an import that looks rows up by a key finds the inserts with
+    /// that key without testing every insert. Built on the first such fetch, then kept as
+    /// models are inserted and written; a superset (a model is listed under every value it
+    /// has had), so a fetch still tests each candidate.
+    private(set) var insertsByValue: [InsertKey: [SnapshotValue: [PersistentIdentifier]]] = [:]
+
+    struct InsertKey: Hashable {
+        let entity: String
+        let property: Int
+    }
+
     var isEmpty: Bool { insertedEntities.isEmpty && changedEntities.isEmpty && deletedEntities.isEmpty }
+
+    /// Lists the pending insert `id`, whose stored values are `values`, in the value indexes
+    /// of its entity.
+    mutating func noteInsertedValues(_ id: PersistentIdentifier, _ values: [SnapshotValue]) {
+        guard !insertsByValue.isEmpty else { return }
+        for key in insertsByValue.keys where key.entity == id.entityName && key.property < values.count {
+            insertsByValue[key]?[values[key.property], default: []].append(id)
+        }
+    }
+
+    /// Whether a value index of `entity`'s pending inserts exists, so that writes to them
+    /// must be noted.
+    func indexesInserts(of entity: String) -> Bool {
+        !insertsByValue.isEmpty && insertsByValue.keys.contains { $0.entity == entity }
+    }
+
+    /// The pending inserts of `entity` listed under `value` of the property at `property`,
+    /// building the index from `all` (every pending insert of the entity, with its values)
+    /// the first time.
+    mutating func inserts(
+        of entity: String, property: Int, equalTo value: SnapshotValue,
+        all: () throws -> [(PersistentIdentifier, [SnapshotValue])]
+    ) rethrows -> [PersistentIdentifier] {
+        let key = InsertKey(entity: entity, property: property)
+        if insertsByValue[key] == nil {
+            var index: [SnapshotValue: [PersistentIdentifier]] = [:]
+            for (id, values) in try all() where property < values.count {
+                index[values[property], default: []].append(id)
+            }
+            insertsByValue[key] = index
+        }
+        return insertsByValue[key]?[value] ?? []
+    }
 
     mutating func noteInsert(_ id: PersistentIdentifier) {
         let entity = id.entityName
@@ -71,7 +116,7 @@ struct PendingChangeIndex {
     }
 
     mutating func removeAll() {
-        guard !isEmpty || !written.isEmpty || lastInserted != nil else { return }
+        guard !isEmpty || !written.isEmpty || lastInserted != nil || !insertsByValue.isEmpty else { return }
         self = PendingChangeIndex()
     }
 }
@@ -96,5 +141,37 @@ extension FetchQuery {
         }
         for key in sort { bits |= ModelBackingData.writtenBit(key.index) }
         return bits
+    }
+}
+
+extension FetchQuery {
+    /// The property and the constant of an equality the predicate requires of the record
+    /// under test (itself, or one side of an `&&`), when the constant is a string, UUID or
+    /// integer: values whose `==` and hashing agree with the predicate's equality.
+    var requiredEquality: (property: Int, value: SnapshotValue)? {
+        guard let predicate else { return nil }
+        func find(_ e: QueryExpression) -> (Int, SnapshotValue)? {
+            switch e {
+            case .and(let a, let b): return find(a) ?? find(b)
+            case .compare(.equal, .property(.variable(let v), _, let index, _), .constant(let c)),
+                .compare(.equal, .constant(let c), .property(.variable(let v), _, let index, _)):
+                guard v == rootVariable else { return nil }
+                switch c {
+                case .string, .uuid, .int: return (index, c)
+                default: return nil
+                }
+            default: return nil
+            }
+        }
+        return find(predicate)
+    }
+}
+
+extension FetchQuery {
+    /// Whether the predicate reads models other than the record under test, through
+    /// relationships (or the record in a way that is not one of its own properties).
+    var readsOtherModels: Bool {
+        guard let predicate else { return false }
+        return CompiledPredicate.columns(predicate, root: rootVariable).isAll
     }
 }
