@@ -8,7 +8,7 @@ import Stowage
 /// The phases, in the order they run. `open` is part of `reopen`, shown on its own.
 enum PhaseKey: String, CaseIterable, Codable, Sendable {
     case insert, point, equality, range, count, enumerate, update, singles, observe, refetch, steps, steps100, delete,
-        reopen, open
+        imports, reopen, open
 
     /// A short name for charts and progress lines.
     var short: String {
@@ -25,6 +25,7 @@ enum PhaseKey: String, CaseIterable, Codable, Sendable {
         case .refetch: "save, then fetch again"
         case .steps: "fetch-and-change steps, one save"
         case .steps100: "the same steps, saved every 100"
+        case .imports: "import, a look-up before each insert"
         case .delete: "batch delete 10%"
         case .reopen: "close, reopen and count"
         case .open: "of which open and count"
@@ -39,6 +40,7 @@ enum PhaseKey: String, CaseIterable, Codable, Sendable {
         case .count: "counts"
         case .singles, .observe, .refetch: "saves"
         case .steps, .steps100: "steps"
+        case .imports: "rows"
         case .reopen, .open: "opens"
         }
     }
@@ -112,7 +114,7 @@ final class CellRunner {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let doomed = Set(workload.doomedDestinations)
         expectedDeleted = (workload.rows + workload.singles).filter { doomed.contains($0.destination) }.count
-        expectedFinalCount = workload.rows.count + workload.singles.count - expectedDeleted
+        expectedFinalCount = workload.rows.count + workload.singles.count - expectedDeleted + workload.imports.count
         label = "\(spec.system) N=\(spec.shape.n)"
     }
 
@@ -137,6 +139,7 @@ final class CellRunner {
                 + "(identifiers, first 20 models)"
         case .steps: "\(workload.lookupIDs.count) steps (fetch by unique id, change a property) saved once"
         case .steps100: "the same \(workload.lookupIDs.count) steps, saved every 100"
+        case .imports: "import of \(workload.imports.count) rows, each looked up by id first, one save"
         case .delete: "batch delete of 10 destinations (\(expectedDeleted) rows)"
         case .reopen: "close, reopen and count"
         case .open: "of which open and count"
@@ -155,6 +158,7 @@ final class CellRunner {
         case .observe: spec.shape.observeSaves
         case .refetch: spec.shape.refetchSaves
         case .steps, .steps100: workload.lookupIDs.count
+        case .imports: workload.imports.count
         case .delete: expectedDeleted
         case .reopen, .open: 1
         }
@@ -373,6 +377,19 @@ final class CellRunner {
         }
         let deleted = before - (try deleter.fetchCount(FetchDescriptor<Trip>()))
         guard deleted == expectedDeleted else { throw BenchError("deleted \(deleted), expected \(expectedDeleted)") }
+        if asWritten {
+            // An import that skips rows it has: a look-up by id before each insert, one save.
+            let importer = ModelContext(container)
+            try phase(.imports, record: record) {
+                for row in workload.imports {
+                    let id = row.id
+                    if try importer.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.id == id })).isEmpty {
+                        importer.insert(makeTrip(row))
+                    }
+                }
+                try importer.save()
+            }
+        }
         checksum = checksum &+ counted &+ rangeRows &+ Int(budgets)
     }
 
@@ -597,6 +614,9 @@ final class CellRunner {
         try phase(.delete, record: record) { deleted = try peer.delete(destinations: workload.doomedDestinations) }
         guard deleted == expectedDeleted else {
             throw BenchError("SQLite deleted \(deleted), expected \(expectedDeleted)")
+        }
+        if asWritten {
+            try phase(.imports, record: record) { try peer.importLookingUp(workload.imports) }
         }
         checksum = checksum &+ counted &+ rangeRows &+ Int(budgets)
         guard kind.persists else {

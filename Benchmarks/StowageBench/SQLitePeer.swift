@@ -219,6 +219,24 @@ final class SQLitePeer {
         guard sqlite3_step(s) == SQLITE_DONE, sqlite3_changes(db) == 1 else { throw Failure.sqlite("update failed") }
     }
 
+    /// Inserts each row its id does not find, in one transaction.
+    func importLookingUp(_ rows: [TripRow]) throws {
+        try exec("BEGIN")
+        for row in rows where try fetch(id: row.id) == nil {
+            let s = try statement(
+                "INSERT INTO trip (pk, id, destination, startDate, budget, flag, note) VALUES (?, ?, ?, ?, ?, ?, ?)")
+            sqlite3_bind_int64(s, 1, row.pk)
+            bind(s, 2, row.id)
+            sqlite3_bind_text(s, 3, row.destination, -1, Self.transient)
+            sqlite3_bind_double(s, 4, row.startDate.timeIntervalSinceReferenceDate)
+            sqlite3_bind_double(s, 5, row.budget)
+            sqlite3_bind_int(s, 6, row.flag ? 1 : 0)
+            sqlite3_bind_text(s, 7, row.note, -1, Self.transient)
+            guard sqlite3_step(s) == SQLITE_DONE else { throw Failure.sqlite("insert failed") }
+        }
+        try exec("COMMIT")
+    }
+
     /// One row, in a transaction of its own (autocommit).
     func insertOne(_ row: TripRow) throws {
         let s = try statement(

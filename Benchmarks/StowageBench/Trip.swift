@@ -49,6 +49,9 @@ struct Workload {
     /// The new start dates of the live-results and re-fetch phases' saves: save `i` moves
     /// `updates[i % updates.count]` to `moves[i]`.
     let moves: [Date]
+    /// New rows for the as-written workload's import (10,000): each looked up by its id
+    /// first, as an import that avoids duplicates does.
+    let imports: [TripRow]
 
     init(_ shape: WorkloadShape) {
         let count = shape.n
@@ -91,6 +94,15 @@ struct Workload {
         }
         doomedDestinations = (0..<10).map { "Destination \($0 * 10 + 3)" }
         moves = (0..<shape.observeSaves).map { _ in base.addingTimeInterval(Double(rng.next() % 31_536_000)) }
+        let first = count + shape.singleSaves
+        imports = (0..<(shape.asWritten ? 10_000 : 0)).map { i in
+            var bytes = (rng.next(), rng.next())
+            let id = withUnsafeBytes(of: &bytes) { raw in UUID(uuid: raw.load(as: uuid_t.self)) }
+            return TripRow(
+                pk: Int64(first + i + 1), id: id, destination: "Destination \(rng.next() % 100)",
+                startDate: base.addingTimeInterval(Double(rng.next() % 31_536_000)),
+                budget: Double(rng.next() % 10_000) / 10, flag: rng.next() % 2 == 0, note: "imported")
+        }
     }
 }
 

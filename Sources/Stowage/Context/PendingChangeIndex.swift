@@ -41,8 +41,11 @@ struct PendingChangeIndex {
     /// of its entity.
     mutating func noteInsertedValues(_ id: PersistentIdentifier, _ values: [SnapshotValue]) {
         guard !insertsByValue.isEmpty else { return }
-        for key in insertsByValue.keys where key.entity == id.entityName && key.property < values.count {
-            insertsByValue[key]?[values[key.property], default: []].append(id)
+        // The keys first: changing the table while its `keys` view holds it copied the whole
+        // index on every insert.
+        let keys = insertsByValue.keys.filter { $0.entity == id.entityName && $0.property < values.count }
+        for key in keys {
+            insertsByValue[key, default: [:]][values[key.property], default: []].append(id)
         }
     }
 
