@@ -222,22 +222,11 @@ final class SQLitePeer {
     /// Inserts each row its id does not find, in one transaction.
     func importLookingUp(_ rows: [TripRow]) throws {
         try exec("BEGIN")
-        for row in rows where try fetch(id: row.id) == nil {
-            let s = try statement(
-                "INSERT INTO trip (pk, id, destination, startDate, budget, flag, note) VALUES (?, ?, ?, ?, ?, ?, ?)")
-            sqlite3_bind_int64(s, 1, row.pk)
-            bind(s, 2, row.id)
-            sqlite3_bind_text(s, 3, row.destination, -1, Self.transient)
-            sqlite3_bind_double(s, 4, row.startDate.timeIntervalSinceReferenceDate)
-            sqlite3_bind_double(s, 5, row.budget)
-            sqlite3_bind_int(s, 6, row.flag ? 1 : 0)
-            sqlite3_bind_text(s, 7, row.note, -1, Self.transient)
-            guard sqlite3_step(s) == SQLITE_DONE else { throw Failure.sqlite("insert failed") }
-        }
+        for row in rows where try fetch(id: row.id) == nil { try insertOne(row) }
         try exec("COMMIT")
     }
 
-    /// One row, in a transaction of its own (autocommit).
+    /// One row: in a transaction of its own (autocommit), or in the caller's.
     func insertOne(_ row: TripRow) throws {
         let s = try statement(
             "INSERT INTO trip (pk, id, destination, startDate, budget, flag, note) VALUES (?, ?, ?, ?, ?, ?, ?)")

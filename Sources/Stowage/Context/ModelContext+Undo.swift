@@ -213,13 +213,7 @@ extension ModelContext {
         let id = data.persistentModelID
         data.isDeleted = false
         if data.isRegistered(in: self), insertedModel(for: id) != nil { return }
-        insertedPositions?[id] = insertedOrder.count
-        insertedOrder.append(id)
-        insertedModels.append(model)
-        pending.noteInsert(id)
-        if pending.indexesInserts(of: id.entityName), let snapshot = try? data.snapshot() {
-            pending.noteInsertedValues(id, snapshot.values)
-        }
+        appendInserted(model, id)
         data.context = self
     }
 

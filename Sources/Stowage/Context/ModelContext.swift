@@ -359,13 +359,7 @@ public final class ModelContext {
             // A new model: the pending inserts are its registration. Its backing data
             // names this context once it is one of them.
             if data.isRegistered(in: self) { return }
-            insertedPositions?[id] = insertedOrder.count
-            insertedOrder.append(id)
-            insertedModels.append(model)
-            pending.noteInsert(id)
-            if pending.indexesInserts(of: id.entityName), let snapshot = try? data.snapshot() {
-                pending.noteInsertedValues(id, snapshot.values)
-            }
+            appendInserted(model, id)
         } else if let previous = registered.updateValue(model, forKey: id) {
             // One hash look-up registers the model and tells whether it was registered.
             if previous !== model { registered[id] = previous }
@@ -384,6 +378,18 @@ public final class ModelContext {
             }
         }
         scheduleAutosave()
+    }
+
+    /// Adds `model`, whose identifier `id` is temporary, to the pending inserts, and to the
+    /// fetches' index of them (``PendingChangeIndex``).
+    func appendInserted(_ model: any PersistentModel, _ id: PersistentIdentifier) {
+        insertedPositions?[id] = insertedOrder.count
+        insertedOrder.append(id)
+        insertedModels.append(model)
+        pending.noteInsert(id)
+        if pending.indexesInserts(of: id.entityName), let snapshot = try? model.persistentBackingData.snapshot() {
+            pending.noteInsertedValues(id, snapshot.values)
+        }
     }
 
     /// Marks a model for deletion at the next save. Deleting an unsaved model discards it.
