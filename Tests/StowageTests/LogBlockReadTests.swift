@@ -24,10 +24,12 @@ struct LogBlockReadTests {
     static let schema = Schema([Person.self, Chore.self])
 
     static func open(
-        _ url: URL, cacheCapacity: Int = 32 << 20, checkpointOnClose: Bool = true, blockBytes: Int? = nil
+        _ url: URL, cacheCapacity: Int = 32 << 20, checkpointOnClose: Bool = true, blockBytes: Int? = nil,
+        mapsFile: Bool = true
     ) throws -> (container: ModelContainer, store: LogStore) {
         var configuration = LogStoreConfiguration(schema: schema, url: url)
         configuration.cacheCapacity = cacheCapacity
+        configuration.readsThroughMapping = mapsFile
         if let blockBytes { configuration.blockBytes = blockBytes }
         configuration.checkpoints = checkpointOnClose ? .init(minimumCommitBytes: 0) : nil
         configuration.automaticCompaction = nil
@@ -210,13 +212,14 @@ struct LogBlockReadTests {
     /// A scan past the cache's capacity stays within it and reads each block once. Once the
     /// cache has had to evict, the scan keeps the blocks it reads ahead beside the cached
     /// ones, one at a time and as bytes, so the blocks by use are still the first ones it
-    /// read. A second scan reads the same records.
+    /// read. A second scan reads the same records. (Read with `pread`: a mapped block costs
+    /// the cache only its table, `LogMappedReadTests`.)
     @Test func aFullScanStaysWithinTheCacheCapacity() throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         try Self.writePeople(5000, at: directory.storeURL)
         let capacity = 96 << 10
-        let (_, store) = try Self.open(directory.storeURL, cacheCapacity: capacity)
+        let (_, store) = try Self.open(directory.storeURL, cacheCapacity: capacity, mapsFile: false)
         let blocks = Self.personBlocks(store)
         let emails = try Self.emails(store)
         #expect(emails.count == 5000)
@@ -401,11 +404,12 @@ struct LogBlockReadTests {
         #expect(error?.description.contains("holds another record than Person 1") == true)
     }
 
-    @Test func aBlockDamagedAfterOpenFailsTheReadNamingItsOffset() throws {
+    @Test(arguments: [true, false])
+    func aBlockDamagedAfterOpenFailsTheReadNamingItsOffset(mapsFile: Bool) throws {
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         try Self.writePeople(2000, at: directory.storeURL)
-        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 1 << 20)
+        let (container, store) = try Self.open(directory.storeURL, cacheCapacity: 1 << 20, mapsFile: mapsFile)
         let location = try store.withTable { table -> RecordLocation in
             guard case .location(let location)? = table.entities["Person"]?.rows.first?.value else {
                 throw DataStoreError(.corruptStore, "no location")

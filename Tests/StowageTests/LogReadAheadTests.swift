@@ -6,7 +6,8 @@ import Testing
 
 /// A scan past the cache reads the log ahead in stretches (`ReadAhead`): one `pread` for
 /// many blocks, while random reads still read one block each, and bytes read ahead never
-/// decide what a read returns.
+/// decide what a read returns. These stores read with `pread`, not through a mapping
+/// (`LogMappedReadTests`), which reads nothing ahead.
 @Suite("LogStore reads ahead of a scan")
 struct LogReadAheadTests {
     static let people = 5000
@@ -21,7 +22,7 @@ struct LogReadAheadTests {
         try LogBlockReadTests.insertPeople(people, into: written)
         writtenStore.close()
         let (container, store) = try LogBlockReadTests.open(
-            directory.storeURL, cacheCapacity: cacheCapacity, blockBytes: 1024)
+            directory.storeURL, cacheCapacity: cacheCapacity, blockBytes: 1024, mapsFile: false)
         try body(container, store, LogBlockReadTests.personBlocks(store))
     }
 

@@ -25,11 +25,22 @@ struct BlockCache {
     var misses = 0
     /// The bytes read ahead of a scan (not counted in `used`).
     var readAhead = ReadAhead()
+    /// The mappings of the file that blocks are read through, when the reader maps it.
+    var mappings = LogMappings()
     /// Reads that asked for part of a record once blocks were kept as bytes.
     var partialReads = 0
     /// Whether a block was ever evicted, or refused for being larger than the whole cache:
     /// then decoded writes are no longer kept.
     private(set) var hasEvicted = false
+    /// The bytes in the file of the cached blocks read through a mapping, which the
+    /// capacity does not count (they are the page cache's), but which decide, with what it
+    /// does count, whether the cache holds less than the records read (``holdsLess``).
+    private(set) var mappedBytes = 0
+    /// Whether the cache holds less than the records being read: it has evicted a block, or
+    /// the blocks it maps and what it holds come to more than its capacity (as the blocks'
+    /// bytes would if it held them). From then on it keeps no decoded writes, and a read
+    /// that asks for some of a record's values decodes only those.
+    var holdsLess: Bool { hasEvicted || used + mappedBytes > capacity }
     private var nodes: [Node] = []
     private var free: [Int] = []
     /// The block a scan read last, once the cache has evicted: kept beside the cached
@@ -58,6 +69,33 @@ struct BlockCache {
         }
         guard scanned?.offset == offset, let decoded = scanned?.block.decoded, slot < decoded.count else { return nil }
         return decoded[slot]
+    }
+
+    /// What the cache holds for the write at `slot` of the block at `offset`, as one use of
+    /// the block: the write decoded, the write's stored bytes in a mapping of the file, or
+    /// the block to decode it from. A mapped write is handed out without a copy of its block
+    /// (whose arrays a copy retains and releases again).
+    mutating func holding(_ offset: Int64, slot: Int) -> Holding {
+        if let i = use(offset) {
+            if slot < nodes[i].block.decoded.count, let decoded = nodes[i].block.decoded[slot] {
+                return .decoded(decoded)
+            }
+            if let write = nodes[i].block.mappedWrite(slot) { return .mapped(write.bytes, packedLength: write.packed) }
+            return .block(nodes[i].block)
+        }
+        guard scanned?.offset == offset, let block = scanned?.block else { return .none }
+        if slot < block.decoded.count, let decoded = block.decoded[slot] { return .decoded(decoded) }
+        if let write = block.mappedWrite(slot) { return .mapped(write.bytes, packedLength: write.packed) }
+        return .block(block)
+    }
+
+    /// See ``holding(_:slot:)``.
+    enum Holding {
+        case decoded(DefaultSnapshot)
+        /// A version 5 write as stored, and its uncompressed length if it is compressed (else 0).
+        case mapped(UnsafeRawBufferPointer, packedLength: Int)
+        case block(CachedBlock)
+        case none
     }
 
     mutating func get(_ offset: Int64) -> CachedBlock? {
@@ -102,6 +140,7 @@ struct BlockCache {
         }
         byOffset[StoreNumber(offset)] = i
         used += cost
+        mappedBytes += block.mapped?.buffer.count ?? 0
         last = i
         evict(sparing: i)
     }
@@ -128,7 +167,7 @@ struct BlockCache {
     /// block is read from the file again (see `Benchmarks/RESULTS.md`, "Measurements behind
     /// the code"). A decoded write is never the cause of an eviction either.
     mutating func setDecoded(_ offset: Int64, slot: Int, _ snapshot: DefaultSnapshot, cost: Int) {
-        guard !hasEvicted, used + cost <= capacity, let i = byOffset[StoreNumber(offset)],
+        guard !holdsLess, used + mappedBytes + cost <= capacity, let i = byOffset[StoreNumber(offset)],
             slot < nodes[i].block.decoded.count, nodes[i].block.decoded[slot] == nil
         else { return }
         nodes[i].block.decoded[slot] = snapshot
@@ -159,6 +198,7 @@ struct BlockCache {
 
     private mutating func remove(_ i: Int) {
         used -= nodes[i].cost
+        mappedBytes -= nodes[i].block.mapped?.buffer.count ?? 0
         nodes[i] = Node(
             offset: -1, block: CachedBlock(contents: [], slots: [], decoded: []), cost: 0, marked: false)
         if last == i { last = -1 }

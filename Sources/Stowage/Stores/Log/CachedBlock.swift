@@ -8,11 +8,15 @@ import Foundation
 ///
 /// A version 4 block keeps its uncompressed bytes; a version 5 block keeps each write as
 /// stored, and a read of a compressed write decompresses that write (``packedLengths``).
+/// A version 5 block read through a mapping of the file (``LogFileMapping``) keeps no
+/// bytes, only where they are in the mapping (``mapped``).
 struct CachedBlock: Sendable {
     /// The writes' bytes (uncompressed in version 4, as stored in version 5), or empty when
-    /// every write came decoded.
+    /// every write came decoded or the block is mapped.
     var contents: [UInt8]
-    /// The number of bytes of `contents` when it holds them.
+    /// The writes' bytes as stored, in a mapping of the file, instead of `contents`.
+    let mapped: MappedBytes?
+    /// The number of bytes of `contents` (or of `mapped`) when it holds them.
     let length: Int
     /// Where each write starts in `contents`; empty in a block a save wrote.
     var slots: [Int32]
@@ -32,6 +36,7 @@ struct CachedBlock: Sendable {
         decompressedLength: Int = 0
     ) {
         self.contents = contents
+        self.mapped = nil
         self.length = contents.count
         self.slots = slots
         self.packedLengths = packedLengths
@@ -40,10 +45,23 @@ struct CachedBlock: Sendable {
         self.savedCost = 0
     }
 
+    /// A version 5 block read through a mapping: its writes as stored are `mapped`.
+    init(mapped: UnsafeRawBufferPointer, slots: [Int32], packedLengths: [Int32]) {
+        self.contents = []
+        self.mapped = MappedBytes(buffer: mapped)
+        self.length = mapped.count
+        self.slots = slots
+        self.packedLengths = packedLengths
+        self.decompressedLength = 0
+        self.decoded = Array(repeating: nil, count: slots.count)
+        self.savedCost = 0
+    }
+
     /// A block a save wrote, `length` bytes long, with every write as the save gave it;
     /// `slots` are where its writes start, for its cost.
     init(length: Int, slots: [Int32], decoded: [DefaultSnapshot]) {
         self.contents = []
+        self.mapped = nil
         self.length = length
         self.slots = []
         self.packedLengths = []
@@ -58,7 +76,20 @@ struct CachedBlock: Sendable {
     }
 
     /// Whether a write that is not decoded can be decoded from what the block holds.
-    var hasContents: Bool { contents.count == length }
+    var hasContents: Bool { mapped != nil || contents.count == length }
+
+    /// The stored bytes of the write at `slot` in the mapping, and its uncompressed length
+    /// if it is compressed (else 0); `nil` when the block is not mapped or has no such slot.
+    func mappedWrite(_ slot: Int) -> (bytes: UnsafeRawBufferPointer, packed: Int)? {
+        guard let mapped, slot >= 0, slot < slots.count else { return nil }
+        let start = Int(slots[slot])
+        let end = start + length(ofSlot: slot)
+        guard start >= 0, start <= end, end <= mapped.buffer.count else { return nil }
+        return (
+            UnsafeRawBufferPointer(rebasing: mapped.buffer[start..<end]),
+            packedLengths.isEmpty ? 0 : Int(packedLengths[slot])
+        )
+    }
 
     /// The bytes of one write.
     func length(ofSlot slot: Int) -> Int {

@@ -147,6 +147,13 @@ package enum LogBlocks {
     static func checkChecksum(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: ArraySlice<UInt8>)
         throws
     {
+        try stored.withUnsafeBytes { try checkChecksum(header, headerBytes: headerBytes, stored: $0) }
+    }
+
+    /// ``checkChecksum(_:headerBytes:stored:)`` of bytes anywhere in memory (a mapping of the file).
+    static func checkChecksum(_ header: Header, headerBytes: ArraySlice<UInt8>, stored: UnsafeRawBufferPointer)
+        throws
+    {
         let crc = CRC32C.update(CRC32C.update(0, headerBytes.prefix(12)), stored)
         guard crc == header.checksum else { throw LogDecodeError("a block's checksum does not match") }
     }
@@ -155,6 +162,11 @@ package enum LogBlocks {
     /// and the writes end the stored bytes exactly, and the writes' lengths add up to the
     /// header's uncompressed length.
     package static func table(_ header: Header, stored: ArraySlice<UInt8>) throws -> Table {
+        try stored.withUnsafeBytes { try table(header, stored: $0) }
+    }
+
+    /// ``table(_:stored:)`` from bytes anywhere in memory (a mapping of the file).
+    static func table(_ header: Header, stored: UnsafeRawBufferPointer) throws -> Table {
         guard header.perWrite, stored.count == header.storedLength else {
             throw LogDecodeError("a block without a table of writes")
         }
@@ -163,7 +175,7 @@ package enum LogBlocks {
         var lengths: [Int32] = []
         var total = 0
         var body = 0
-        let end = try stored.withUnsafeBytes { raw in
+        let end = try { (raw: UnsafeRawBufferPointer) in
             var s = LogSkipper(raw)
             for i in 0..<header.writes {
                 let entry = try s.varint()
@@ -188,7 +200,7 @@ package enum LogBlocks {
                 total += length
             }
             return s.position
-        }
+        }(stored)
         guard end + body == stored.count else {
             throw LogDecodeError("a block's table and writes take \(end + body) bytes, it stores \(stored.count)")
         }

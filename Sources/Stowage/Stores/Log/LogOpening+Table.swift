@@ -47,7 +47,7 @@ extension LogOpening {
             version.locatesRecords
             ? LogRecordReader(
                 fs: fs, fd: try fs.duplicate(fd), path: path, map: layouts.last.map, layouts: layouts,
-                capacity: configuration.cacheCapacity) : nil
+                capacity: configuration.cacheCapacity, mapsFile: configuration.readsThroughMapping) : nil
         let restored = restore(from: &walked, reader: reader)
         if restored == nil, walked.summary.commits > 0 || !walked.tail.isEmpty {
             // The checkpoint could not be used: decode every commit of the valid prefix.

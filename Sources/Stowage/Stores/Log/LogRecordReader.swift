@@ -8,6 +8,10 @@ import Synchronization
 /// asks for from the cached bytes (in version 5 decompressing that write alone, if it is
 /// compressed); the blocks a save wrote come with every write decoded and no bytes.
 ///
+/// Through a mapping of the file (``LogFileMapping``, when the store maps it), a miss takes
+/// its block from the mapping without a system call, and the cache keeps where its writes
+/// are instead of its bytes.
+///
 /// It owns a duplicate of the log's descriptor, so a table that still refers to it keeps
 /// reading the file it was made for after a compaction renames a new one over the path.
 final class LogRecordReader: SnapshotSource, @unchecked Sendable {
@@ -24,8 +28,12 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     /// A reader of the records of the file open at `fd`, in `map`'s layout, or in the
     /// layouts `layouts` lists (the last of them `map`'s): a record of an earlier one is
     /// carried to the last as it is read.
-    init(fs: any StoreFileSystem, fd: Int32, path: String, map: LogEntityMap, layouts: LogLayouts? = nil, capacity: Int)
-    {
+    /// `mapsFile` reads blocks through a mapping of the file (``LogFileMapping``) when `fs`
+    /// is the POSIX one (a file system that tests put in place is always read with `pread`).
+    init(
+        fs: any StoreFileSystem, fd: Int32, path: String, map: LogEntityMap, layouts: LogLayouts? = nil,
+        capacity: Int, mapsFile: Bool = false
+    ) {
         self.fs = fs
         self.fd = fd
         self.path = path
@@ -33,7 +41,9 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         self.layouts = layouts.flatMap { $0.isSingle ? nil : $0 }
         self.externalFiles = LogExternalFiles(
             fs: fs, logPath: path, parent: URL(fileURLWithPath: path).deletingLastPathComponent().path)
-        self.cache = Mutex(BlockCache(capacity: capacity))
+        var cache = BlockCache(capacity: capacity)
+        cache.mappings.isEnabled = mapsFile && fs is POSIXStoreFileSystem
+        self.cache = Mutex(cache)
     }
 
     deinit { fs.close(fd) }
@@ -114,26 +124,37 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         // A record of an earlier layout is decoded whole, in its own, then carried to the last.
         let earlier = layouts.map { $0.layout(at: location.blockOffset) }.flatMap { $0.toLast == nil ? nil : $0 }
         let columns = earlier == nil ? requested : .all
-        let map = earlier?.map ?? self.map
+        // Not `earlier?.map ?? self.map`: that copies the map (a retain of each of its
+        // parts) for every read.
         /// A write the cache holds decoded, or the block to decode it from.
         enum Found {
             case decoded(DefaultSnapshot)
             case block(CachedBlock)
+            /// A write's stored bytes in a mapping of the file, and its uncompressed length
+            /// if it is compressed.
+            case mapped(UnsafeRawBufferPointer, packedLength: Int)
         }
         let (found, partial) = try cache.withLock { cache -> (Found, Bool) in
-            let partial = !columns.isAll && cache.hasEvicted
+            let partial = !columns.isAll && cache.holdsLess
             if partial { cache.partialReads += 1 }
-            if let decoded = cache.decodedWrite(location.blockOffset, slot: location.slot) {
-                return (.decoded(decoded), partial)
+            switch cache.holding(location.blockOffset, slot: location.slot) {
+            case .decoded(let decoded): return (.decoded(decoded), partial)
+            case .mapped(let bytes, let packed): return (.mapped(bytes, packedLength: packed), partial)
+            case .block(let found): return (.block(found), partial)
+            case .none: break
             }
-            if let found = cache.get(location.blockOffset) { return (.block(found), partial) }
-            let (read, scanned) = try readBlock(at: location.blockOffset, readAhead: &cache.readAhead)
+            let (read, scanned) = try readBlock(
+                at: location.blockOffset, readAhead: &cache.readAhead, mappings: &cache.mappings)
             cache.misses += 1
             if read.decompressedLength > 0 { decompressed.add(read.decompressedLength, ordering: .relaxed) }
-            if scanned && cache.hasEvicted {
+            // A mapped block costs the cache only where its writes are: a scan keeps it too.
+            if scanned && cache.holdsLess && read.mapped == nil {
                 cache.keepScanned(location.blockOffset, read)
             } else {
                 cache.put(location.blockOffset, read)
+            }
+            if let write = read.mappedWrite(location.slot) {
+                return (.mapped(write.bytes, packedLength: write.packed), partial)
             }
             return (.block(read), partial)
         }
@@ -143,59 +164,84 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
                 throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
             }
         }
-        let block: CachedBlock
+        /// Where the write's bytes are: in a mapping of the file, or in a block.
+        var mappedWrite: (bytes: UnsafeRawBufferPointer, packed: Int)?
+        var source = CachedBlock(contents: [], slots: [], decoded: [])
         switch found {
         case .decoded(let decoded):
             try check(decoded)
             return (decoded, true)
-        case .block(let found):
-            block = found
-        }
-        // Decoding one write needs no lock: the block's bytes are a value.
-        guard location.slot < block.decoded.count else {
-            throw damaged(location.blockOffset, "it has no slot \(location.slot)")
-        }
-        if let decoded = block.decoded[location.slot] {
-            try check(decoded)
-            return (decoded, true)
-        }
-        // A block without its bytes comes with every write decoded (and without where each
-        // starts); should one ever be missing, the block is read again.
-        var source = block
-        if !block.hasContents {
-            source = try readBlockAlone(at: location.blockOffset).block
-            cache.withLock {
-                $0.misses += 1
-                $0.readAhead.fileReads += 2
-            }
-            if source.decompressedLength > 0 { decompressed.add(source.decompressedLength, ordering: .relaxed) }
-            guard location.slot < source.slots.count else {
+        case .mapped(let bytes, let packed):
+            mappedWrite = (bytes, packed)
+        case .block(let block):
+            // Decoding one write needs no lock: the block's bytes are a value.
+            guard location.slot < block.decoded.count else {
                 throw damaged(location.blockOffset, "it has no slot \(location.slot)")
             }
+            if let decoded = block.decoded[location.slot] {
+                try check(decoded)
+                return (decoded, true)
+            }
+            // A block without its bytes comes with every write decoded (and without where
+            // each starts); should one ever be missing, the block is read again.
+            source = block
+            if !block.hasContents {
+                source = try readBlockAlone(at: location.blockOffset).block
+                cache.withLock {
+                    $0.misses += 1
+                    $0.readAhead.fileReads += 2
+                }
+                if source.decompressedLength > 0 { decompressed.add(source.decompressedLength, ordering: .relaxed) }
+                guard location.slot < source.slots.count else {
+                    throw damaged(location.blockOffset, "it has no slot \(location.slot)")
+                }
+            }
+            if let write = source.mappedWrite(location.slot) { mappedWrite = write }
         }
         var snapshot: DefaultSnapshot
         var references: [LogExternalReference] = []
+        /// The write's bytes as stored, for what keeping it decoded costs.
+        let storedLength = mappedWrite?.bytes.count ?? source.length(ofSlot: location.slot)
         do {
             var r: LogByteReader
-            var end = Int(source.slots[location.slot]) + source.length(ofSlot: location.slot)
-            let packed = source.packedLengths.isEmpty ? 0 : Int(source.packedLengths[location.slot])
-            if packed > 0 {
-                // Version 5: this write alone is decompressed, and it must be all of its bytes.
-                let start = Int(source.slots[location.slot])
-                guard
-                    let bytes = source.contents[start..<end].withUnsafeBytes({
-                        LZ4Block.decompress($0, length: packed)
-                    })
-                else { throw LogDecodeError("its LZ4 bytes do not decompress") }
-                decompressed.add(bytes.count, ordering: .relaxed)
-                r = LogByteReader(bytes)
-                end = bytes.count
+            let end: Int
+            if let (stored, packed) = mappedWrite {
+                if packed > 0 {
+                    // Version 5: this write alone is decompressed, and it must be all of its bytes.
+                    guard let bytes = LZ4Block.decompress(stored, length: packed) else {
+                        throw LogDecodeError("its LZ4 bytes do not decompress")
+                    }
+                    decompressed.add(bytes.count, ordering: .relaxed)
+                    r = LogByteReader(bytes)
+                } else {
+                    // The one write is copied out of the mapping: a record's bytes, not a block's.
+                    r = LogByteReader(Array(stored))
+                }
+                end = r.bytes.count
             } else {
-                r = LogByteReader(source.contents, position: Int(source.slots[location.slot]))
+                let start = Int(source.slots[location.slot])
+                let packed = source.packedLengths.isEmpty ? 0 : Int(source.packedLengths[location.slot])
+                if packed > 0 {
+                    guard
+                        let bytes = source.contents[start..<start + source.length(ofSlot: location.slot)]
+                            .withUnsafeBytes({ LZ4Block.decompress($0, length: packed) })
+                    else { throw LogDecodeError("its LZ4 bytes do not decompress") }
+                    decompressed.add(bytes.count, ordering: .relaxed)
+                    r = LogByteReader(bytes)
+                    end = bytes.count
+                } else {
+                    r = LogByteReader(source.contents, position: start)
+                    end = start + source.length(ofSlot: location.slot)
+                }
             }
             guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
-            snapshot = try LogCodec.decodeSnapshot(
-                &r, map: map, externalReferences: &references, columns: partial ? columns : .all)
+            if let earlier {
+                snapshot = try LogCodec.decodeSnapshot(
+                    &r, map: earlier.map, externalReferences: &references, columns: .all)
+            } else {
+                snapshot = try LogCodec.decodeSnapshot(
+                    &r, map: self.map, externalReferences: &references, columns: partial ? columns : .all)
+            }
             guard r.position == end else {
                 throw LogDecodeError("the write ends at byte \(r.position), not where its bytes do (\(end))")
             }
@@ -210,7 +256,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         var externalBytes = 0
         for reference in references where reference.property < snapshot.values.count {
             let bytes = try externalFiles.read(
-                reference, entity: entity, entityIndex: map.indexByName[entity] ?? -1, key: key)
+                reference, entity: entity, entityIndex: (earlier?.map ?? self.map).indexByName[entity] ?? -1, key: key)
             externalBytes += bytes.count
             snapshot.values[reference.property] = .data(bytes)
         }
@@ -218,7 +264,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         if partial { return (snapshot, false) }
         if let conversion = earlier?.toLast { snapshot = conversion.convert(snapshot, of: entity) }
         let decoded = snapshot
-        let cost = CachedBlock.decodedCost(source.length(ofSlot: location.slot)) + externalBytes
+        let cost = CachedBlock.decodedCost(storedLength) + externalBytes
         cache.withLock { $0.setDecoded(location.blockOffset, slot: location.slot, decoded, cost: cost) }
         return (snapshot, true)
     }
@@ -251,9 +297,14 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     /// block is read on its own. Bytes read ahead are only a faster way to the same bytes: a
     /// block that does not check out from them is read from the file again, and only what
     /// that read finds counts. `scanned` tells whether the block came from bytes read ahead.
-    private func readBlock(at offset: Int64, readAhead: inout ReadAhead) throws
+    private func readBlock(at offset: Int64, readAhead: inout ReadAhead, mappings: inout LogMappings) throws
         -> (block: CachedBlock, scanned: Bool)
     {
+        if mappings.isEnabled, let (block, end) = try readMapped(at: offset, mappings: &mappings) {
+            let scanned = readAhead.follows(offset)
+            readAhead.noteRead(endingAt: end)
+            return (block, scanned)
+        }
         let version = map.formatVersion
         let parse = { (bytes: ArraySlice<UInt8>) in try Self.parseBlock(bytes, version: version) }
         if let block = readAhead.take(at: offset, parse: parse) { return (block, true) }
@@ -301,6 +352,44 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
                 contents: contents, slots: slots, decoded: nil,
                 decompressedLength: header.compressed ? contents.count : 0), length
         )
+    }
+
+    /// Checks the block at `offset` in a mapping of the file: the block and where it ends
+    /// in the file, or `nil` when the mapping cannot hold it (the file ends before it, or
+    /// `mmap` failed), which leaves the block to be read with `pread` (and the end of the
+    /// file to be reported by that read). A version 5 block keeps where its writes are in
+    /// the mapping, not a copy of them; an earlier version's block is copied out and parsed
+    /// as a block read from the file.
+    private func readMapped(at offset: Int64, mappings: inout LogMappings) throws -> (CachedBlock, Int64)? {
+        guard let headerRaw = try mappings.bytes(at: offset, count: LogBlocks.headerSize, fs: fs, fd: fd) else {
+            return nil
+        }
+        let headerBytes = Array(headerRaw)[...]
+        do {
+            let header = try LogBlocks.header(
+                headerBytes, available: LogFormat.maximumPayload, version: map.formatVersion)
+            let length = LogBlocks.headerSize + header.storedLength
+            guard header.perWrite else {
+                guard let raw = try mappings.bytes(at: offset, count: length, fs: fs, fd: fd),
+                    let (block, _) = try Self.parseBlock(Array(raw)[...], version: map.formatVersion)
+                else { return nil }
+                return (block, offset + Int64(length))
+            }
+            guard
+                let stored = try mappings.bytes(
+                    at: offset + Int64(LogBlocks.headerSize), count: header.storedLength, fs: fs, fd: fd)
+            else { return nil }
+            try LogBlocks.checkChecksum(header, headerBytes: headerBytes, stored: stored)
+            let table = try LogBlocks.table(header, stored: stored)
+            let block = CachedBlock(
+                mapped: UnsafeRawBufferPointer(rebasing: stored[table.end...]), slots: table.starts,
+                packedLengths: table.lengths)
+            return (block, offset + Int64(length))
+        } catch let error as DataStoreError {
+            throw error
+        } catch {
+            throw damaged(offset, "\(error)")
+        }
     }
 
     /// Reads the block at `offset` with one read for its header and one for all of it (two

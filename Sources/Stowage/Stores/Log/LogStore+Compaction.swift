@@ -165,7 +165,8 @@ extension LogStore {
             try flush(force: source.count == 0 && source.nextPrimaryKey > 1)
             if header.version.locatesRecords {
                 newReader = LogRecordReader(
-                    fs: fs, fd: try fs.duplicate(fd), path: path, map: newMap, capacity: configuration.cacheCapacity)
+                    fs: fs, fd: try fs.duplicate(fd), path: path, map: newMap, capacity: configuration.cacheCapacity,
+                    mapsFile: configuration.readsThroughMapping)
                 rebuilt.replaceRows(newRows, source: newReader)
             }
             if source.count > 0 {

@@ -49,7 +49,8 @@ extension LogStore {
         if version.locatesRecords {
             do {
                 table.source = LogRecordReader(
-                    fs: fs, fd: try fs.duplicate(fd), path: path, map: map, capacity: configuration.cacheCapacity)
+                    fs: fs, fd: try fs.duplicate(fd), path: path, map: map, capacity: configuration.cacheCapacity,
+                    mapsFile: configuration.readsThroughMapping)
             } catch {
                 fs.close(fd)
                 throw error

@@ -111,8 +111,25 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// 48 (a block a save wrote keeps only its decoded writes). A read that misses reads
     /// one block from the file; a scan that misses block after block reads up to 256 KiB
     /// ahead, and once the cache is full keeps its current block beside it: those bytes and
-    /// that block are held outside this capacity. SwiftData has no such setting.
+    /// that block are held outside this capacity. Read through a mapping
+    /// (``readsThroughMapping``, the default), a block costs only where its writes are, and
+    /// its bytes count only towards deciding whether decoded writes are kept. SwiftData has
+    /// no such setting.
     public var cacheCapacity: Int = 32 << 20
+    /// Whether records are read through a read-only mapping of the file (`mmap`) instead of
+    /// with `pread` (`Formats/log.md`, "Reading records"). Mapped, a block's bytes are the
+    /// kernel's page cache's: reading one makes no system call and no copy, its checksum is
+    /// checked once while the cache keeps where its writes are, and the cache
+    /// (``cacheCapacity``) holds only that and decoded writes, so it covers a store many
+    /// times its size. Unmapped, the cache keeps blocks' bytes, and a read past it reads its
+    /// block from the file.
+    ///
+    /// Like SQLite's `mmap_size`, which is off by default there, a mapping trusts that no
+    /// other program shortens the file while the store is open: touching a page cut off
+    /// ends the process with `SIGBUS`. The store's lock keeps other stores out, not other
+    /// programs. Measured in `Benchmarks/RESULTS.md` ("The workload as an app writes it").
+    /// SwiftData has no such setting.
+    public var readsThroughMapping: Bool = true
     /// The uncompressed bytes at which a save closes a block of records and starts the next
     /// (`Formats/log.md`, "Commit record"; 4 KiB, kept between 1 KiB and 1 MiB).
     ///
