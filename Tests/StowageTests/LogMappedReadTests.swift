@@ -114,6 +114,37 @@ struct LogMappedReadTests {
         }
     }
 
+    /// Past the cache, a count by an unindexed predicate and a full fetch read the records
+    /// of each block together (`forEachSnapshot`), from one copy of its writes: they agree
+    /// with the data, and with reading each record alone.
+    @Test func runsReadABlockTogetherAndAgreeWithReadingEachRecordAlone() throws {
+        try Self.withStore(cacheCapacity: 96 << 10) { container, store, _ throws in
+            let context = ModelContext(container)
+            let expected = (0..<Self.people).filter { "p\($0)@example.com".contains("7") && $0 % 90 > 40 }.count
+            let partialBefore = store.readStatistics.partialReads
+            for _ in 0..<2 {
+                let counted = try context.fetchCount(
+                    FetchDescriptor<Person>(predicate: #Predicate { $0.email.contains("7") && $0.age > 40 }))
+                #expect(counted == expected)
+            }
+            #expect(store.readStatistics.partialReads - partialBefore >= Self.people)
+            let reader = try #require(store.reader)
+            #expect(reader.cache.withLock { $0.holdsLess })
+            var seen = 0
+            try context.enumerate(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.email)]), batchSize: 700) {
+                person in
+                let i = try #require(Int(person.email.dropFirst().prefix { $0 != "@" }))
+                #expect(person.age == i % 90 && person.name == "Name \(i % 97)")
+                seen += 1
+            }
+            #expect(seen == Self.people)
+            // Each record alone, by key, reads the same values.
+            for key in stride(from: Int64(1), through: Int64(Self.people), by: 97) {
+                #expect(Self.email(try Self.person(store, key: key)) == "p\(key - 1)@example.com")
+            }
+        }
+    }
+
     /// A location past the end of the file (a damaged key directory, say) fails the read
     /// with the store's error: the mapping reaches past the file, but no page past it is
     /// touched.

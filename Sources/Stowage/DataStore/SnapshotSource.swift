@@ -28,9 +28,28 @@ public protocol SnapshotSource: AnyObject, Sendable {
     func cachedSnapshots(
         entity: String, keys: [Int64], at locations: [RowLocation], positions: [Int],
         into result: inout [DefaultSnapshot?])
+
+    /// Hands `body` each record `keys[i]` of `entity` at `locations[i]`, in order, with at
+    /// least its values at `columns` and whether it is the whole record, as
+    /// ``snapshot(entity:key:at:columns:)`` would: for a run of rows, where a source can
+    /// read the records of one block together. By default, one by one.
+    func forEachSnapshot(
+        entity: String, keys: [Int64], at locations: [RowLocation], columns: SnapshotColumns,
+        _ body: (Int, DefaultSnapshot, Bool) throws -> Void) throws
 }
 
 extension SnapshotSource {
+    public func forEachSnapshot(
+        entity: String, keys: [Int64], at locations: [RowLocation], columns: SnapshotColumns,
+        _ body: (Int, DefaultSnapshot, Bool) throws -> Void
+    ) throws {
+        for i in locations.indices {
+            let (snapshot, isWhole) = try self.snapshot(
+                entity: entity, key: keys[i], at: locations[i], columns: columns)
+            try body(i, snapshot, isWhole)
+        }
+    }
+
     public func cachedSnapshots(
         entity: String, keys: [Int64], at locations: [RowLocation], positions: [Int],
         into result: inout [DefaultSnapshot?]

@@ -194,9 +194,17 @@ public struct SnapshotTable: Sendable {
         guard !pending.positions.isEmpty, let source else { return }
         source.cachedSnapshots(
             entity: entity, keys: pending.keys, at: pending.locations, positions: pending.positions, into: &result)
+        // The others are read a run at a time, which a source may read a block at a time.
+        var positions: [Int] = []
+        var keys: [Int64] = []
+        var locations: [RowLocation] = []
         for i in pending.positions.indices where result[pending.positions[i]] == nil {
-            result[pending.positions[i]] = try source.snapshot(
-                entity: entity, key: pending.keys[i], at: pending.locations[i])
+            positions.append(pending.positions[i])
+            keys.append(pending.keys[i])
+            locations.append(pending.locations[i])
+        }
+        try source.forEachSnapshot(entity: entity, keys: keys, at: locations, columns: .all) { i, snapshot, _ in
+            result[positions[i]] = snapshot
         }
         pending.positions.removeAll(keepingCapacity: true)
         pending.keys.removeAll(keepingCapacity: true)

@@ -59,12 +59,39 @@ extension SnapshotTable {
             let columns = CompiledPredicate.columns(residual, root: query.rootVariable)
             var evaluator = QueryEvaluator(resolve: { try self.snapshot(for: $0) })
             var total = 0
-            for (key, row) in records.rows
-            where try compiled.matches(
-                try resolve(row, entity: query.entity.name, key: key, columns: columns).snapshot, &evaluator)
-            {
-                total += 1
+            guard let source, !columns.isAll else {
+                for (key, row) in records.rows
+                where try compiled.matches(
+                    try resolve(row, entity: query.entity.name, key: key, columns: columns).snapshot, &evaluator)
+                {
+                    total += 1
+                }
+                return window(total, plan)
             }
+            // Rows held by location go to the source in runs, which it may read a block at a time.
+            var keys: [Int64] = []
+            var locations: [RowLocation] = []
+            keys.reserveCapacity(Self.sourceRunLength)
+            locations.reserveCapacity(Self.sourceRunLength)
+            func readRun() throws {
+                try source.forEachSnapshot(entity: query.entity.name, keys: keys, at: locations, columns: columns) {
+                    _, snapshot, _ in
+                    if try compiled.matches(snapshot, &evaluator) { total += 1 }
+                }
+                keys.removeAll(keepingCapacity: true)
+                locations.removeAll(keepingCapacity: true)
+            }
+            for (key, row) in records.rows {
+                switch row {
+                case .snapshot(let snapshot):
+                    if try compiled.matches(snapshot, &evaluator) { total += 1 }
+                case .location(let location):
+                    keys.append(key)
+                    locations.append(location)
+                    if keys.count == Self.sourceRunLength { try readRun() }
+                }
+            }
+            try readRun()
             return window(total, plan)
         }
         var unwindowed = query
@@ -72,6 +99,9 @@ extension SnapshotTable {
         unwindowed.offset = 0
         return window(try fetch(unwindowed).count, plan)
     }
+
+    /// The most rows held by location handed to the source at once, by a count.
+    static let sourceRunLength = 512
 
     /// The identifiers of the records that match `query`, in its order.
     /// - Complexity: as ``fetch(_:)``, without reading a record when an index answers exactly.

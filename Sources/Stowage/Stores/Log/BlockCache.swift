@@ -98,6 +98,12 @@ struct BlockCache {
         case none
     }
 
+    /// The cached block at `offset` when it is read through a mapping, as a use of it.
+    mutating func mappedBlock(_ offset: Int64) -> CachedBlock? {
+        guard let i = use(offset), nodes[i].block.mapped != nil else { return nil }
+        return nodes[i].block
+    }
+
     mutating func get(_ offset: Int64) -> CachedBlock? {
         if let i = use(offset) { return nodes[i].block }
         if scanned?.offset == offset, let block = scanned?.block { return block }

@@ -117,6 +117,85 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         try read(entity: entity, key: key, at: location, externalValues: true, columns: columns)
     }
 
+    /// Reads the records of a run in one block together, once the cache holds less than
+    /// the records read (and so keeps no decoded write): the first through
+    /// ``snapshot(entity:key:at:columns:)``, which brings the block into the cache; the
+    /// others, when the block is mapped, decoded from one copy of its writes' bytes, under
+    /// one hold of the lock, instead of a hold, a look-up and a copy of its write each.
+    /// A write that is compressed, of an earlier layout, or with external values is read on
+    /// its own.
+    func forEachSnapshot(
+        entity: String, keys: [Int64], at locations: [RecordLocation], columns: SnapshotColumns,
+        _ body: (Int, DefaultSnapshot, Bool) throws -> Void
+    ) throws {
+        var i = 0
+        while i < locations.count {
+            let offset = locations[i].blockOffset
+            var end = i + 1
+            while end < locations.count, locations[end].blockOffset == offset { end += 1 }
+            let first = try snapshot(entity: entity, key: keys[i], at: locations[i], columns: columns)
+            try body(i, first.snapshot, first.isWhole)
+            i += 1
+            let block =
+                end - i < 2 || layouts != nil
+                ? nil : cache.withLock { $0.holdsLess ? $0.mappedBlock(offset) : nil }
+            guard let block, let mapped = block.mapped else {
+                for k in i..<end {
+                    let (snapshot, isWhole) = try self.snapshot(
+                        entity: entity, key: keys[k], at: locations[k], columns: columns)
+                    try body(k, snapshot, isWhole)
+                }
+                i = end
+                continue
+            }
+            let bytes = Array(mapped.buffer)
+            var partial = 0
+            for k in i..<end {
+                let slot = locations[k].slot
+                if slot < block.slots.count, block.packedLengths.isEmpty || block.packedLengths[slot] == 0,
+                    let snapshot = try decode(
+                        bytes, from: Int(block.slots[slot]), length: block.length(ofSlot: slot), entity: entity,
+                        key: keys[k], at: locations[k], columns: columns)
+                {
+                    if !columns.isAll { partial += 1 }
+                    try body(k, snapshot, columns.isAll)
+                } else {
+                    let (snapshot, isWhole) = try self.snapshot(
+                        entity: entity, key: keys[k], at: locations[k], columns: columns)
+                    try body(k, snapshot, isWhole)
+                }
+            }
+            if partial > 0 { cache.withLock { $0.partialReads += partial } }
+            i = end
+        }
+    }
+
+    /// Decodes the write of `length` bytes at `start` in `bytes` (a block's writes as
+    /// stored, uncompressed) with its values at `columns`; `nil` when it has external values,
+    /// which only ``read(entity:key:at:externalValues:columns:)`` fetches.
+    private func decode(
+        _ bytes: [UInt8], from start: Int, length: Int, entity: String, key: Int64, at location: RecordLocation,
+        columns: SnapshotColumns
+    ) throws -> DefaultSnapshot? {
+        var references: [LogExternalReference] = []
+        let snapshot: DefaultSnapshot
+        do {
+            var r = LogByteReader(bytes, position: start)
+            guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
+            snapshot = try LogCodec.decodeSnapshot(&r, map: map, externalReferences: &references, columns: columns)
+            guard r.position == start + length else {
+                throw LogDecodeError(
+                    "the write ends at byte \(r.position - start), not where its bytes do (\(length))")
+            }
+        } catch {
+            throw damaged(location.blockOffset, "slot \(location.slot) does not decode: \(error)")
+        }
+        guard Self.holds(snapshot, entity: entity, key: key) else {
+            throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
+        }
+        return references.isEmpty ? snapshot : nil
+    }
+
     private func read(
         entity: String, key: Int64, at location: RecordLocation, externalValues: Bool,
         columns requested: SnapshotColumns = .all
