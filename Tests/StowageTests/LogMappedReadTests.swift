@@ -1,5 +1,6 @@
 import Foundation
 import StowageTestSupport
+import Synchronization
 import Testing
 
 @_spi(Testing) @testable import Stowage
@@ -142,6 +143,54 @@ struct LogMappedReadTests {
             for key in stride(from: Int64(1), through: Int64(Self.people), by: 97) {
                 #expect(Self.email(try Self.person(store, key: key)) == "p\(key - 1)@example.com")
             }
+        }
+    }
+
+    /// Readers on several threads, every read through the mapping (no cache), while saves
+    /// grow the file past it again and again: each read finds its record, whichever mapping
+    /// it reads through, and the file is mapped again as it grows.
+    @Test func concurrentReadsWhileSavesOutgrowTheMapping() throws {
+        try Self.withStore(cacheCapacity: 0) { container, store, _ throws in
+            let reader = try #require(store.reader)
+            reader.cache.withLock { $0.mappings.headroom = 0 }
+            let writing = Mutex(true)
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: 4) { thread in
+                if thread == 0 {
+                    defer { writing.withLock { $0 = false } }
+                    let context = ModelContext(container)
+                    do {
+                        for save in 0..<20 {
+                            for i in 0..<200 {
+                                context.insert(
+                                    Person(email: "s\(save)-\(i)@example.com", name: "Saved \(save) \(i)", age: i % 90))
+                            }
+                            try context.save()
+                        }
+                    } catch {
+                        failures.withLock { $0.append("save: \(error)") }
+                    }
+                    return
+                }
+                // Keys spread over the store, a different walk on each thread.
+                var reads = 0
+                while writing.withLock({ $0 }) || reads < 200 {
+                    let key = Int64((thread * 7919 + reads * 104_729) % Self.people + 1)
+                    do {
+                        let email = Self.email(try Self.person(store, key: key))
+                        if email != "p\(key - 1)@example.com" {
+                            failures.withLock { $0.append("key \(key) read \(email ?? "nothing")") }
+                        }
+                    } catch {
+                        failures.withLock { $0.append("key \(key): \(error)") }
+                    }
+                    reads += 1
+                }
+            }
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(5) })")
+            let all = try LogBlockReadTests.emails(store)
+            #expect(all.count == Self.people + 20 * 200)
+            #expect(try Self.mappingsMade(store) >= 2)
         }
     }
 
