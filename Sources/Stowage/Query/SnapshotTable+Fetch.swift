@@ -59,7 +59,7 @@ extension SnapshotTable {
             let columns = CompiledPredicate.columns(residual, root: query.rootVariable)
             var evaluator = QueryEvaluator(resolve: { try self.snapshot(for: $0) })
             var total = 0
-            guard let source, !columns.isAll else {
+            guard let source else {
                 for (key, row) in records.rows
                 where try compiled.matches(
                     try resolve(row, entity: query.entity.name, key: key, columns: columns).snapshot, &evaluator)

@@ -180,13 +180,8 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
         var references: [LogExternalReference] = []
         let snapshot: DefaultSnapshot
         do {
-            var r = LogByteReader(bytes, position: start)
-            guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
-            snapshot = try LogCodec.decodeSnapshot(&r, map: map, externalReferences: &references, columns: columns)
-            guard r.position == start + length else {
-                throw LogDecodeError(
-                    "the write ends at byte \(r.position - start), not where its bytes do (\(length))")
-            }
+            snapshot = try Self.decodeWrite(
+                bytes, from: start, to: start + length, map: map, columns: columns, references: &references)
         } catch {
             throw damaged(location.blockOffset, "slot \(location.slot) does not decode: \(error)")
         }
@@ -194,6 +189,31 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             throw damaged(location.blockOffset, "slot \(location.slot) holds another record than \(entity) \(key)")
         }
         return references.isEmpty ? snapshot : nil
+    }
+
+    /// Decodes the write that starts at `start` in `bytes`: its kind, then its snapshot in
+    /// `map`'s layout, with its values at `columns`, which must end at `end`.
+    private static func decodeWrite(
+        _ bytes: [UInt8], from start: Int, to end: Int, map: LogEntityMap, columns: SnapshotColumns,
+        references: inout [LogExternalReference]
+    ) throws -> DefaultSnapshot {
+        var r = LogByteReader(bytes, position: start)
+        guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
+        let snapshot = try LogCodec.decodeSnapshot(&r, map: map, externalReferences: &references, columns: columns)
+        guard r.position == end else {
+            throw LogDecodeError(
+                "the write ends at byte \(r.position - start), not where its bytes do (\(end - start))")
+        }
+        return snapshot
+    }
+
+    /// A version 5 write compressed on its own, decompressed: it must be all of `length` bytes.
+    private func decompressWrite(_ stored: UnsafeRawBufferPointer, length: Int) throws -> [UInt8] {
+        guard let bytes = LZ4Block.decompress(stored, length: length) else {
+            throw LogDecodeError("its LZ4 bytes do not decompress")
+        }
+        decompressed.add(bytes.count, ordering: .relaxed)
+        return bytes
     }
 
     private func read(
@@ -275,54 +295,39 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
                     throw damaged(location.blockOffset, "it has no slot \(location.slot)")
                 }
             }
-            if let write = source.mappedWrite(location.slot) { mappedWrite = write }
         }
         var snapshot: DefaultSnapshot
         var references: [LogExternalReference] = []
         /// The write's bytes as stored, for what keeping it decoded costs.
         let storedLength = mappedWrite?.bytes.count ?? source.length(ofSlot: location.slot)
         do {
-            var r: LogByteReader
+            // The write's bytes, and where it starts and ends in them.
+            let bytes: [UInt8]
+            let start: Int
             let end: Int
             if let (stored, packed) = mappedWrite {
-                if packed > 0 {
-                    // Version 5: this write alone is decompressed, and it must be all of its bytes.
-                    guard let bytes = LZ4Block.decompress(stored, length: packed) else {
-                        throw LogDecodeError("its LZ4 bytes do not decompress")
-                    }
-                    decompressed.add(bytes.count, ordering: .relaxed)
-                    r = LogByteReader(bytes)
-                } else {
-                    // The one write is copied out of the mapping: a record's bytes, not a block's.
-                    r = LogByteReader(Array(stored))
-                }
-                end = r.bytes.count
+                // Copied out of the mapping (or decompressed): a record's bytes, not a block's.
+                bytes = packed > 0 ? try decompressWrite(stored, length: packed) : Array(stored)
+                (start, end) = (0, bytes.count)
             } else {
-                let start = Int(source.slots[location.slot])
+                let first = Int(source.slots[location.slot])
+                let last = first + source.length(ofSlot: location.slot)
                 let packed = source.packedLengths.isEmpty ? 0 : Int(source.packedLengths[location.slot])
                 if packed > 0 {
-                    guard
-                        let bytes = source.contents[start..<start + source.length(ofSlot: location.slot)]
-                            .withUnsafeBytes({ LZ4Block.decompress($0, length: packed) })
-                    else { throw LogDecodeError("its LZ4 bytes do not decompress") }
-                    decompressed.add(bytes.count, ordering: .relaxed)
-                    r = LogByteReader(bytes)
-                    end = bytes.count
+                    bytes = try source.contents[first..<last].withUnsafeBytes {
+                        try decompressWrite($0, length: packed)
+                    }
+                    (start, end) = (0, bytes.count)
                 } else {
-                    r = LogByteReader(source.contents, position: start)
-                    end = start + source.length(ofSlot: location.slot)
+                    (bytes, start, end) = (source.contents, first, last)
                 }
             }
-            guard try r.u8() <= 1 else { throw LogDecodeError("bad write kind") }
             if let earlier {
-                snapshot = try LogCodec.decodeSnapshot(
-                    &r, map: earlier.map, externalReferences: &references, columns: .all)
+                snapshot = try Self.decodeWrite(
+                    bytes, from: start, to: end, map: earlier.map, columns: .all, references: &references)
             } else {
-                snapshot = try LogCodec.decodeSnapshot(
-                    &r, map: self.map, externalReferences: &references, columns: partial ? columns : .all)
-            }
-            guard r.position == end else {
-                throw LogDecodeError("the write ends at byte \(r.position), not where its bytes do (\(end))")
+                snapshot = try Self.decodeWrite(
+                    bytes, from: start, to: end, map: map, columns: partial ? columns : .all, references: &references)
             }
         } catch {
             throw damaged(location.blockOffset, "slot \(location.slot) does not decode: \(error)")
