@@ -147,13 +147,18 @@ struct LogMappedReadTests {
     }
 
     /// Readers on several threads, every read through the mapping (no cache), while saves
-    /// grow the file past it again and again: each read finds its record, whichever mapping
-    /// it reads through, and the file is mapped again as it grows.
+    /// grow the file past it again and again: each read finds its record, old or just saved,
+    /// whichever mapping it reads through, and the file is mapped again as it grows.
     @Test func concurrentReadsWhileSavesOutgrowTheMapping() throws {
         try Self.withStore(cacheCapacity: 0) { container, store, _ throws in
             let reader = try #require(store.reader)
             reader.cache.withLock { $0.mappings.headroom = 0 }
+            // The first mapping ends where the file ends now, before any save below: every
+            // record those saves write lies past it, however the threads are scheduled.
+            #expect(Self.email(try Self.person(store, key: 1)) == "p0@example.com")
+            #expect(try Self.mappingsMade(store) == 1)
             let writing = Mutex(true)
+            let saved = Mutex<[(PersistentIdentifier, String)]>([])
             let failures = Mutex<[String]>([])
             DispatchQueue.concurrentPerform(iterations: 4) { thread in
                 if thread == 0 {
@@ -161,28 +166,39 @@ struct LogMappedReadTests {
                     let context = ModelContext(container)
                     do {
                         for save in 0..<20 {
-                            for i in 0..<200 {
-                                context.insert(
-                                    Person(email: "s\(save)-\(i)@example.com", name: "Saved \(save) \(i)", age: i % 90))
+                            let people = (0..<200).map {
+                                Person(email: "s\(save)-\($0)@example.com", name: "Saved \(save) \($0)", age: $0 % 90)
                             }
+                            people.forEach(context.insert)
                             try context.save()
+                            let ids = people.map { ($0.persistentModelID, $0.email) }
+                            saved.withLock { $0.append(contentsOf: ids) }
                         }
                     } catch {
                         failures.withLock { $0.append("save: \(error)") }
                     }
                     return
                 }
-                // Keys spread over the store, a different walk on each thread.
+                // Keys spread over the store, a different walk on each thread, and every
+                // fourth read one of the records saved last.
                 var reads = 0
                 while writing.withLock({ $0 }) || reads < 200 {
-                    let key = Int64((thread * 7919 + reads * 104_729) % Self.people + 1)
                     do {
-                        let email = Self.email(try Self.person(store, key: key))
-                        if email != "p\(key - 1)@example.com" {
-                            failures.withLock { $0.append("key \(key) read \(email ?? "nothing")") }
+                        if reads % 4 == 3, let (id, expected) = saved.withLock({ $0.last }) {
+                            let snapshot = try store.snapshots(for: [id]).values.first
+                            let email = Self.email(snapshot)
+                            if email != expected {
+                                failures.withLock { $0.append("\(expected) read \(email ?? "nothing")") }
+                            }
+                        } else {
+                            let key = Int64((thread * 7919 + reads * 104_729) % Self.people + 1)
+                            let email = Self.email(try Self.person(store, key: key))
+                            if email != "p\(key - 1)@example.com" {
+                                failures.withLock { $0.append("key \(key) read \(email ?? "nothing")") }
+                            }
                         }
                     } catch {
-                        failures.withLock { $0.append("key \(key): \(error)") }
+                        failures.withLock { $0.append("read: \(error)") }
                     }
                     reads += 1
                 }
@@ -190,6 +206,7 @@ struct LogMappedReadTests {
             #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0.prefix(5) })")
             let all = try LogBlockReadTests.emails(store)
             #expect(all.count == Self.people + 20 * 200)
+            #expect(Set(all).isSuperset(of: saved.withLock { $0.map(\.1) }))
             #expect(try Self.mappingsMade(store) >= 2)
         }
     }
