@@ -44,6 +44,7 @@ let package = Package(
     products: [
         .library(name: "Stowage", targets: ["Stowage"]),
         .library(name: "BTree", targets: ["BTree"]),
+        .library(name: "StowagePostgres", targets: ["StowagePostgres"]),
         .executable(name: "packing-list", targets: ["PackingList"]),
         .executable(name: "btree-bench", targets: ["BTreeBench"]),
         .executable(name: "stowage-bench", targets: ["StowageBench"]),
@@ -69,6 +70,18 @@ let package = Package(
             name: "Stowage",
             dependencies: ["StowageMacros", "BTree", "IndexKey", "CLZ4", "CCRC32C"]
         ),
+        .systemLibrary(
+            name: "CLibPQ",
+            path: "Sources/CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .target(
+            // PostgreSQL through libpq: a product of its own, so that an app that does not
+            // use it neither links libpq nor needs it installed.
+            name: "StowagePostgres",
+            dependencies: ["Stowage", "CLibPQ"]
+        ),
         .target(
             name: "StowageInspection",
             dependencies: ["Stowage"]
@@ -84,8 +97,14 @@ let package = Package(
             path: "Tests/LogCrashChild"
         ),
         .executableTarget(
+            // The PostgreSQL tests' worker process (several at once against one database).
+            name: "PostgresChild",
+            dependencies: ["Stowage", "StowagePostgres", "StowageTestSupport"],
+            path: "Tests/PostgresChild"
+        ),
+        .executableTarget(
             name: "PackingList",
-            dependencies: ["Stowage"],
+            dependencies: ["Stowage", "StowagePostgres"],
             path: "Examples/PackingList"
         ),
         .systemLibrary(
@@ -96,7 +115,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "StowageBench",
-            dependencies: ["Stowage", "CSQLite"],
+            dependencies: ["Stowage", "StowagePostgres", "CSQLite"],
             path: "Benchmarks/StowageBench"
         ),
         .executableTarget(
@@ -115,6 +134,10 @@ let package = Package(
             path: "Sources/stowage"
         ),
         .testTarget(name: "BTreeTests", dependencies: ["BTree"]),
+        .testTarget(
+            name: "StowagePostgresTests",
+            dependencies: ["Stowage", "StowagePostgres", "StowageTestSupport"]
+        ),
         .testTarget(name: "IndexKeyTests", dependencies: ["IndexKey"]),
         .testTarget(name: "BenchmarkTests", dependencies: [], path: "Tests/BenchmarkTests"),
         .testTarget(

@@ -16,6 +16,13 @@ package struct StoredSchema: Equatable, Sendable {
         package var flags: UInt8
         package var destination: String?
 
+        package init(name: String, typeName: String, flags: UInt8, destination: String?) {
+            self.name = name
+            self.typeName = typeName
+            self.flags = flags
+            self.destination = destination
+        }
+
         var summary: String {
             "\(name): \(typeName)\(flags & 1 != 0 ? "?" : "")"
                 + (destination.map { " -> \($0)\(flags & 4 != 0 ? "" : "[]")" } ?? "")
@@ -155,7 +162,7 @@ package struct StoredSchema: Equatable, Sendable {
 
     /// The first difference between the stored schema (`self`) and `live`, or `nil` when
     /// they match. Entity order does not matter.
-    func difference(from live: StoredSchema) -> String? {
+    package func difference(from live: StoredSchema) -> String? {
         let live = comparable(live)
         if version != live.version {
             return "the store holds schema version \(version.map(String.init).joined(separator: ".")), "

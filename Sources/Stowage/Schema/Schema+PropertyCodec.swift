@@ -3,7 +3,7 @@ import Foundation
 /// Conversions between a property's Swift values and ``SnapshotValue`` for the common
 /// leaf types, chosen once per property from its static type, so that saving and
 /// fetching do not walk a chain of dynamic casts for every value.
-enum PropertyCodec {
+package enum PropertyCodec {
     typealias Encode = @Sendable (Any) -> SnapshotValue?
     typealias Decode = @Sendable (SnapshotValue) -> Any?
 
@@ -88,13 +88,13 @@ extension PropertyCodec {
     /// values for which ``fast(_:)``'s decode gives a value. A model whose every value
     /// passes can keep the values as fetched and decode each one when it is read, without
     /// a decode that could fail at that point (`ModelBackingData`).
-    struct CaseCheck: Sendable, Hashable {
-        enum Leaf: Sendable, Hashable {
+    package struct CaseCheck: Sendable, Hashable {
+        package enum Leaf: Sendable, Hashable {
             case string, int, int32, int64, double, float, bool, date, uuid, data, url, decimal
         }
-        let leaf: Leaf
+        package let leaf: Leaf
         /// `Optional` of the leaf type: `.null` decodes too.
-        let isOptional: Bool
+        package let isOptional: Bool
 
         /// Switches on the value alone, then compares the leaf: a switch over the pair
         /// copied the value into it, a retain and a release for a string.

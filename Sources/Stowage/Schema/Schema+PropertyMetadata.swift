@@ -34,7 +34,7 @@ extension Schema {
         let decode: @Sendable (SnapshotValue) throws -> Any
         /// The stored values `decode` turns into the property's type without fail, when its
         /// type has fast conversions and no transformer.
-        var caseCheck: PropertyCodec.CaseCheck?
+        package internal(set) var caseCheck: PropertyCodec.CaseCheck?
 
         /// Whether the property is a relationship.
         public var isRelationship: Bool { relationship != nil }

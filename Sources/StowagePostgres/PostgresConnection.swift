@@ -1,0 +1,186 @@
+import CLibPQ
+import Foundation
+import Stowage
+
+/// One libpq connection, used by one thread at a time (the store hands connections out
+/// from its pool). Every statement goes through `PQexecParams` with its values as bound
+/// parameters in text form: no value is ever spliced into a statement's text.
+package final class PostgresConnection: @unchecked Sendable {
+    // @unchecked Sendable: a connection is used by one call at a time; the pool that
+    // passes it between threads is behind a Mutex.
+    private var handle: OpaquePointer?
+    /// Whether the server's last answer said the connection is gone, or a statement could
+    /// not be sent: the pool then drops it rather than hand it out again.
+    private(set) var isBroken = false
+
+    /// Connects with `conninfo` (a `postgresql://` URI or `key=value` pairs).
+    /// - Throws: ``DataStoreError`` `.ioFailure` naming libpq's reason when the server
+    ///   cannot be reached within `connectTimeout` seconds or refuses the connection.
+    package init(_ conninfo: String, connectTimeout: Int) throws {
+        // libpq processes the pairs in order and keeps the last value of a key; the
+        // connection string comes last, expanded in place (`expand_dbname`), so a timeout
+        // or encoding it names wins over the defaults given here.
+        let keys = ["connect_timeout", "client_encoding", "dbname"]
+        let values = [String(max(1, connectTimeout)), "UTF8", conninfo]
+        handle = withCStrings(keys) { keyPointers in
+            withCStrings(values) { valuePointers in
+                var k = keyPointers.map { $0.map { UnsafePointer($0) } } + [nil]
+                var v = valuePointers.map { $0.map { UnsafePointer($0) } } + [nil]
+                return PQconnectdbParams(&k, &v, 1)
+            }
+        }
+        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+            let reason = handle.map { Self.message(PQerrorMessage($0)) } ?? "out of memory"
+            if let handle { PQfinish(handle) }
+            self.handle = nil
+            throw DataStoreError(.ioFailure, "cannot connect to PostgreSQL: \(reason)")
+        }
+        // The server's notices ("relation already exists, skipping") are not errors, and
+        // libpq would print each one to standard error.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // Every text this side sends and reads is UTF-8, whatever the string asked for.
+        guard PQsetClientEncoding(handle, "UTF8") == 0 else {
+            throw DataStoreError(.ioFailure, "PostgreSQL refused the UTF8 client encoding")
+        }
+    }
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    /// The statements prepared on this connection, by text: the store's statements differ
+    /// only in their parameters, so each shape is parsed and planned once per connection
+    /// rather than on every call.
+    private var prepared: [String: String] = [:]
+    /// The most statements kept prepared; past it, statements run unprepared.
+    static let preparedLimit = 512
+
+    /// Runs one statement with `parameters` bound to `$1`, `$2`, … (`nil` is SQL `NULL`),
+    /// as a prepared statement (prepared on first use).
+    /// - Throws: ``PostgresError`` with the server's SQLSTATE and message.
+    @discardableResult
+    package func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
+        guard let handle else { throw PostgresError(state: "08003", message: "the connection is closed") }
+        var name = prepared[sql]
+        if name == nil, prepared.count < Self.preparedLimit {
+            let fresh = "s\(prepared.count)"
+            _ = try check(PQprepare(handle, fresh, sql, Int32(parameters.count), nil), handle)
+            prepared[sql] = fresh
+            name = fresh
+        }
+        let result: OpaquePointer? = withCStrings(parameters) { pointers in
+            var values = pointers.map { $0.map { UnsafePointer($0) } }
+            if let name { return PQexecPrepared(handle, name, Int32(parameters.count), &values, nil, nil, 0) }
+            return PQexecParams(handle, sql, Int32(parameters.count), nil, &values, nil, nil, 0)
+        }
+        return try check(result, handle)
+    }
+
+    /// The result of a statement, or the error it reports.
+    private func check(_ result: OpaquePointer?, _ handle: OpaquePointer) throws -> PostgresRows {
+        guard let result else {
+            isBroken = true
+            throw PostgresError(state: "08006", message: Self.message(PQerrorMessage(handle)))
+        }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            let message = Self.message(PQresultErrorMessage(result))
+            PQclear(result)
+            if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.isEmpty { isBroken = true }
+            throw PostgresError(state: state, message: message.isEmpty ? Self.message(PQerrorMessage(handle)) : message)
+        }
+        return PostgresRows(result)
+    }
+
+    /// Runs statements with no parameters, separated by semicolons (a script).
+    package func run(_ script: String) throws {
+        guard let handle else { throw PostgresError(state: "08003", message: "the connection is closed") }
+        guard let result = PQexec(handle, script) else {
+            isBroken = true
+            throw PostgresError(state: "08006", message: Self.message(PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+            if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.isEmpty { isBroken = true }
+            throw PostgresError(state: state, message: Self.message(PQresultErrorMessage(result)))
+        }
+    }
+
+    /// Whether a transaction is open on the connection (or failed and awaits its rollback).
+    var isInTransaction: Bool {
+        guard let handle else { return false }
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR
+    }
+
+    private static func message(_ pointer: UnsafePointer<CChar>?) -> String {
+        guard let pointer else { return "" }
+        return String(cString: pointer).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// A result's rows, in text form.
+package final class PostgresRows {
+    private let result: OpaquePointer
+    package let count: Int
+    package let columns: Int
+
+    init(_ result: OpaquePointer) {
+        self.result = result
+        self.count = Int(PQntuples(result))
+        self.columns = Int(PQnfields(result))
+    }
+
+    deinit { PQclear(result) }
+
+    /// Whether the value at (`row`, `column`) is SQL `NULL`.
+    package func isNull(_ row: Int, _ column: Int) -> Bool {
+        PQgetisnull(result, Int32(row), Int32(column)) != 0
+    }
+
+    /// The value at (`row`, `column`) as text, `nil` for `NULL`.
+    package func text(_ row: Int, _ column: Int) -> String? {
+        guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        return String(cString: value)
+    }
+
+    /// The value's bytes as the server sent them (text form), without making a string.
+    package func withBytes<R>(_ row: Int, _ column: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        let length = Int(PQgetlength(result, Int32(row), Int32(column)))
+        return try body(UnsafeRawBufferPointer(start: value, count: length))
+    }
+
+    /// The number of rows the statement changed (`INSERT`, `UPDATE`, `DELETE`).
+    package var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
+}
+
+/// An error the server (or libpq) reported for a statement.
+package struct PostgresError: Error, CustomStringConvertible {
+    /// The SQLSTATE code, such as `23505` for a unique violation.
+    package let state: String
+    package let message: String
+
+    package var description: String { state.isEmpty ? message : "\(message) (SQLSTATE \(state))" }
+    /// A unique constraint or exclusion violation.
+    var isUniqueViolation: Bool { state == "23505" }
+    /// A serialization failure or deadlock: the transaction may succeed when run again.
+    var isRetryable: Bool { state == "40001" || state == "40P01" }
+    /// The connection failed (class 08), or libpq gave no state at all.
+    var isConnectionFailure: Bool { state.hasPrefix("08") || state.isEmpty || state == "57P01" }
+}
+
+/// Calls `body` with C strings for `strings` (`nil` for each `nil`), valid only during
+/// the call.
+private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafeMutablePointer<CChar>?]) throws -> R) rethrows
+    -> R
+{
+    let pointers = strings.map { $0.flatMap { strdup($0) } }
+    defer {
+        for pointer in pointers { free(pointer) }
+    }
+    return try body(pointers)
+}

@@ -1,0 +1,305 @@
+import Foundation
+import Stowage
+
+/// One save, as one SQL transaction: keys for the inserts from the `stowage_pk` sequence,
+/// the inserts that meet a uniqueness constraint resolved (upsert, or `.fail`), then per
+/// entity one `DELETE`, one `UPDATE` and one `INSERT`, each with its rows as array
+/// parameters spread by `unnest`, and the join tables of the to-many relationships.
+struct PostgresSave {
+    let store: PostgresStore
+    let request: DataStoreSaveChangesRequest<DefaultSnapshot>
+    let connection: PostgresConnection
+
+    /// The database reported a uniqueness violation on an insert the look-up had cleared:
+    /// another process inserted the same value meanwhile. The save is run again.
+    struct Raced: Error {
+        let error: PostgresError
+    }
+
+    func run() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
+        try connection.run("BEGIN")
+        do {
+            let result = try write()
+            try connection.run("COMMIT")
+            return result
+        } catch let error as PostgresError {
+            try? connection.run("ROLLBACK")
+            if error.isUniqueViolation, !request.inserted.isEmpty { throw Raced(error: error) }
+            throw PostgresStore.storeError(error, doing: "a save")
+        } catch {
+            try? connection.run("ROLLBACK")
+            throw error
+        }
+    }
+
+    private var storeID: String { store.identifier }
+
+    private func permanent(_ entity: String, _ key: Int64) -> PersistentIdentifier {
+        .permanent(entityName: entity, storeIdentifier: storeID, primaryKey: key)
+    }
+
+    private func write() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
+        for snapshot in request.inserted + request.updated + request.deleted {
+            _ = try store.table(snapshot.persistentIdentifier.entityName)
+        }
+        var keys = try allocateKeys(request.inserted.count)[...]
+        var remapped: [PersistentIdentifier: PersistentIdentifier] = [:]
+        /// New rows, in the request's order, by identifier (a later insert with the same
+        /// unique values replaces an earlier one's values).
+        var newOrder: [PersistentIdentifier] = []
+        var newRows: [PersistentIdentifier: DefaultSnapshot] = [:]
+        /// Stored rows an insert met on a uniqueness constraint, with the inserted values.
+        var upserts: [PersistentIdentifier: DefaultSnapshot] = [:]
+        var upsertOrder: [PersistentIdentifier] = []
+
+        let insertsByEntity = Dictionary(grouping: request.inserted.indices) {
+            request.inserted[$0].persistentIdentifier.entityName
+        }
+        for (name, indices) in insertsByEntity.sorted(by: { $0.key < $1.key }) {
+            let table = try store.table(name)
+            let stored = try storedMatches(table, indices.map { request.inserted[$0] })
+            var seen: [[String?]: PersistentIdentifier] = [:]
+            for (position, index) in indices.enumerated() {
+                let snapshot = request.inserted[index]
+                let tuples = try uniqueTuples(table, snapshot)
+                let target = stored[position] ?? tuples.lazy.compactMap { seen[$0] }.first
+                if let target {
+                    if request.uniquenessPolicy == .fail {
+                        throw SwiftDataError(
+                            .uniqueConstraintViolation,
+                            "\(name) \(table.uniqueness) is taken by \(target) (uniquenessPolicy is .fail)")
+                    }
+                    remapped[snapshot.persistentIdentifier] = target
+                    if newRows[target] != nil {
+                        newRows[target] = snapshot
+                    } else {
+                        if upserts[target] == nil { upsertOrder.append(target) }
+                        upserts[target] = snapshot
+                    }
+                    continue
+                }
+                guard let key = keys.popFirst() else {
+                    throw DataStoreError(.ioFailure, "the stowage_pk sequence gave too few keys")
+                }
+                let id = permanent(name, key)
+                remapped[snapshot.persistentIdentifier] = id
+                newOrder.append(id)
+                newRows[id] = snapshot
+                for tuple in tuples { seen[tuple] = id }
+            }
+        }
+
+        func final(_ id: PersistentIdentifier, _ snapshot: DefaultSnapshot) -> DefaultSnapshot {
+            snapshot.copy(persistentIdentifier: id, remappedIdentifiers: remapped)
+        }
+        let inserted = newOrder.compactMap { id in newRows[id].map { final(id, $0) } }
+        let upserted = upsertOrder.compactMap { id in upserts[id].map { final(id, $0) } }
+        let updated = request.updated.map { final($0.persistentIdentifier, $0) } + upserted
+
+        try deleteRows(request.deleted.map(\.persistentIdentifier))
+        try updateRows(updated)
+        try insertRows(inserted)
+        try writeJoinTables(inserted, replacing: false)
+        try writeJoinTables(updated, replacing: true)
+
+        var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for snapshot in upserted { reregister[snapshot.persistentIdentifier] = snapshot }
+        // An earlier insert whose values a later one with the same unique values replaced.
+        for snapshot in inserted where remapped.values.filter({ $0 == snapshot.persistentIdentifier }).count > 1 {
+            reregister[snapshot.persistentIdentifier] = snapshot
+        }
+        return DataStoreSaveChangesResult(
+            for: storeID, remappedIdentifiers: remapped, snapshotsToReregister: reregister)
+    }
+
+    private func allocateKeys(_ count: Int) throws -> [Int64] {
+        guard count > 0 else { return [] }
+        let rows = try connection.execute(
+            "SELECT nextval('stowage_pk') FROM generate_series(1, $1::integer)", [String(count)])
+        return (0..<rows.count).compactMap { rows.text($0, 0).flatMap(Int64.init) }
+    }
+
+    /// The parameter texts of each of `snapshot`'s uniqueness constraints that it fills
+    /// (a constraint with a `nil` value never collides, as in SQL).
+    private func uniqueTuples(_ table: PostgresEntityTable, _ snapshot: DefaultSnapshot) throws -> [[String?]] {
+        try table.uniqueness.enumerated().compactMap { number, constraint -> [String?]? in
+            var tuple: [String?] = [String(number)]
+            for name in constraint {
+                guard let column = table.column(named: name) else { return nil }
+                let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
+                guard let text = try PostgresValues.parameter(value, column.kind, column: column.name) else {
+                    return nil
+                }
+                tuple.append(text)
+            }
+            return tuple
+        }
+    }
+
+    /// For each of `inserts` (by position), the stored row it meets on a uniqueness
+    /// constraint, if any: one query per constraint, joining the table with the inserts'
+    /// values.
+    private func storedMatches(_ table: PostgresEntityTable, _ inserts: [DefaultSnapshot]) throws
+        -> [Int: PersistentIdentifier]
+    {
+        var found: [Int: PersistentIdentifier] = [:]
+        for constraint in table.uniqueness {
+            let columns = constraint.compactMap { table.column(named: $0) }
+            guard columns.count == constraint.count, !columns.isEmpty else { continue }
+            var arrays = [[String?]](repeating: [], count: columns.count)
+            for snapshot in inserts {
+                for (i, column) in columns.enumerated() {
+                    let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
+                    arrays[i].append(try PostgresValues.parameter(value, column.kind, column: column.name))
+                }
+            }
+            var statement = PostgresStatement()
+            let spread = columns.enumerated().map { i, column in
+                statement.bind(PostgresValues.arrayLiteral(arrays[i]), as: Self.arrayType(column.kind))
+            }
+            let aliases = columns.indices.map { "c\($0)" }
+            let on = columns.enumerated().map { i, column in
+                "t.\(quote(column.name)) = \(Self.fromArray("u.c\(i)", column.kind))"
+            }
+            let sql = """
+                SELECT t."pk", u.ord FROM \(quote(table.name)) AS t JOIN unnest(\(spread.joined(separator: ", "))) \
+                WITH ORDINALITY AS u(\(aliases.joined(separator: ", ")), ord) ON \(on.joined(separator: " AND "))
+                """
+            let rows = try connection.execute(sql, statement.parameters)
+            for row in 0..<rows.count {
+                guard let key = rows.text(row, 0).flatMap(Int64.init), let ord = rows.text(row, 1).flatMap(Int.init)
+                else { continue }
+                if found[ord - 1] == nil { found[ord - 1] = permanent(table.name, key) }
+            }
+        }
+        return found
+    }
+
+    private func deleteRows(_ identifiers: [PersistentIdentifier]) throws {
+        let byEntity = Dictionary(grouping: identifiers.filter { $0.storeIdentifier == storeID }, by: \.entityName)
+        for (name, ids) in byEntity.sorted(by: { $0.key < $1.key }) {
+            let keys = ids.compactMap(\.primaryKey).map { String($0) }
+            try connection.execute(
+                "DELETE FROM \(quote(name)) WHERE \"pk\" = ANY($1::bigint[])", [PostgresValues.arrayLiteral(keys)])
+        }
+    }
+
+    /// The row values of `snapshots` (one table's), column by column, as array parameters.
+    private func columnArrays(_ table: PostgresEntityTable, _ snapshots: [DefaultSnapshot]) throws -> [[String?]] {
+        var arrays = [[String?]](repeating: [], count: table.columns.count + 1)
+        for snapshot in snapshots {
+            guard let key = snapshot.persistentIdentifier.primaryKey else {
+                throw DataStoreError(.unsupportedFeature, "\(snapshot.persistentIdentifier) has no integer key")
+            }
+            arrays[0].append(String(key))
+            for (i, column) in table.columns.enumerated() {
+                let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
+                if case .identifier(let id) = value, id.isTemporary {
+                    throw DataStoreError(
+                        .unsupportedFeature, "\(table.name).\(column.name) refers to a model that is not saved: \(id)")
+                }
+                arrays[i + 1].append(try PostgresValues.parameter(value, column.kind, column: column.name))
+            }
+        }
+        return arrays
+    }
+
+    private func spread(_ table: PostgresEntityTable, _ arrays: [[String?]], into statement: inout PostgresStatement)
+        -> String
+    {
+        let kinds = [PostgresColumnKind.bigint] + table.columns.map(\.kind)
+        let parameters = kinds.enumerated().map { i, kind in
+            statement.bind(PostgresValues.arrayLiteral(arrays[i]), as: Self.arrayType(kind))
+        }
+        let aliases = kinds.indices.map { "c\($0)" }
+        return "unnest(\(parameters.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", ")))"
+    }
+
+    private func insertRows(_ snapshots: [DefaultSnapshot]) throws {
+        let byEntity = Dictionary(grouping: snapshots, by: \.persistentIdentifier.entityName)
+        for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
+            let table = try store.table(name)
+            var statement = PostgresStatement()
+            let source = spread(table, try columnArrays(table, rows), into: &statement)
+            let names = ["\"pk\""] + table.columns.map { quote($0.name) }
+            let values = ["u.c0"] + table.columns.enumerated().map { Self.fromArray("u.c\($0 + 1)", $1.kind) }
+            try connection.execute(
+                "INSERT INTO \(quote(name)) (\(names.joined(separator: ", "))) "
+                    + "SELECT \(values.joined(separator: ", ")) FROM \(source)",
+                statement.parameters)
+        }
+    }
+
+    private func updateRows(_ snapshots: [DefaultSnapshot]) throws {
+        let byEntity = Dictionary(grouping: snapshots.filter { $0.persistentIdentifier.storeIdentifier == storeID }) {
+            $0.persistentIdentifier.entityName
+        }
+        for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
+            let table = try store.table(name)
+            guard !table.columns.isEmpty else { continue }
+            var statement = PostgresStatement()
+            let source = spread(table, try columnArrays(table, rows), into: &statement)
+            let assignments = table.columns.enumerated().map { i, column in
+                "\(quote(column.name)) = \(Self.fromArray("u.c\(i + 1)", column.kind))"
+            }
+            try connection.execute(
+                "UPDATE \(quote(name)) AS t SET \(assignments.joined(separator: ", ")) FROM \(source) "
+                    + "WHERE t.\"pk\" = u.c0",
+                statement.parameters)
+        }
+    }
+
+    /// Writes the to-many relationships of `snapshots`: their rows in each join table, in
+    /// the relationship's order (after removing the old ones, when `replacing`).
+    private func writeJoinTables(_ snapshots: [DefaultSnapshot], replacing: Bool) throws {
+        let byEntity = Dictionary(grouping: snapshots.filter { $0.persistentIdentifier.storeIdentifier == storeID }) {
+            $0.persistentIdentifier.entityName
+        }
+        for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
+            let table = try store.table(name)
+            for relationship in table.toMany {
+                var owners: [String?] = []
+                var positions: [String?] = []
+                var targets: [String?] = []
+                for snapshot in rows {
+                    guard let owner = snapshot.persistentIdentifier.primaryKey else { continue }
+                    guard case .array(let items) = snapshot.values[relationship.index] else { continue }
+                    for (position, item) in items.enumerated() {
+                        guard case .identifier(let id) = item, !id.isTemporary, let key = id.primaryKey else {
+                            throw DataStoreError(
+                                .unsupportedFeature,
+                                "\(name).\(relationship.name) holds \(item), which is not a saved model of this store")
+                        }
+                        owners.append(String(owner))
+                        positions.append(String(position))
+                        targets.append(String(key))
+                    }
+                }
+                if replacing {
+                    let keys = rows.compactMap(\.persistentIdentifier.primaryKey).map { String($0) }
+                    try connection.execute(
+                        "DELETE FROM \(quote(relationship.table)) WHERE \"owner\" = ANY($1::bigint[])",
+                        [PostgresValues.arrayLiteral(keys)])
+                }
+                guard !owners.isEmpty else { continue }
+                try connection.execute(
+                    "INSERT INTO \(quote(relationship.table)) (\"owner\", \"position\", \"target\") "
+                        + "SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[])",
+                    [
+                        PostgresValues.arrayLiteral(owners), PostgresValues.arrayLiteral(positions),
+                        PostgresValues.arrayLiteral(targets),
+                    ])
+            }
+        }
+    }
+
+    /// The array type a column's values travel in (dates as seconds since 1970).
+    static func arrayType(_ kind: PostgresColumnKind) -> String {
+        kind == .timestamp ? "double precision[]" : kind.castType + "[]"
+    }
+
+    /// The SQL that turns an element of ``arrayType(_:)`` into the column's value.
+    static func fromArray(_ element: String, _ kind: PostgresColumnKind) -> String {
+        kind == .timestamp ? "to_timestamp(\(element))" : element
+    }
+}

@@ -1,0 +1,358 @@
+import Foundation
+import Stowage
+import Synchronization
+
+/// A store in a PostgreSQL database, through libpq: the same `@Model` classes and
+/// `#Predicate` queries as Stowage's other stores, on a database several processes and
+/// machines share. Open it with a ``PostgresStoreConfiguration``.
+///
+/// - **Tables.** One per entity, with a column per attribute in a faithful type (`uuid`,
+///   `timestamptz`, `numeric`, `bytea`; `jsonb` for arrays, dictionaries and `Codable`
+///   values), foreign keys for to-one relationships, a join table per to-many
+///   relationship, `CREATE INDEX` for `#Index` and `UNIQUE` for `#Unique` and `.unique`
+///   (``PostgresTables``). The first open creates them, under an advisory lock, so that
+///   processes opening at once create them once; later opens compare the schema recorded
+///   in the `stowage_metadata` table with the container's.
+/// - **Saves.** One SQL transaction per save, each entity's inserts, updates and deletes one
+///   statement apiece (rows travel as array parameters spread by `unnest`). Unique upserts
+///   and `.fail` as on every store; a save that meets a row another process inserted at
+///   the same moment is run again, and then upserts or fails as it should.
+/// - **Fetches.** The predicate's parts SQL can say exactly become `WHERE` with bound
+///   parameters (never values in the text), with `ORDER BY`, `LIMIT`, `OFFSET` and
+///   `count(*)`; the rest is tested in memory (`explain` says which went where, and shows
+///   PostgreSQL's plan).
+/// - **Connections.** A pool of connections (``PostgresStoreConfiguration/idleConnections``).
+///   A connection that fails is dropped: the call it served throws ``DataStoreError``
+///   `.ioFailure`, and the next call connects again.
+///
+/// Where it differs from the other stores: dates are kept to the microsecond (PostgreSQL's
+/// `timestamptz`); text is compared as bytes; model inheritance and migration plans are
+/// not supported yet (opening throws `.unsupportedFeature` and `.schemaMismatch`); no
+/// history is kept. Stowage's own: SwiftData has no PostgreSQL store.
+public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
+    // @unchecked Sendable: the only mutable state is the pool, behind its Mutex; each
+    // connection is used by one call at a time.
+    public typealias Configuration = PostgresStoreConfiguration
+    public typealias Snapshot = DefaultSnapshot
+
+    public let configuration: PostgresStoreConfiguration
+    /// The database's own identifier, made when its tables were created and kept in
+    /// `stowage_metadata`, so that identifiers agree between processes.
+    public let identifier: String
+    public let schema: Schema
+    let tables: PostgresTables
+    private let pool = Mutex<[PostgresConnection]>([])
+
+    /// A key for `pg_advisory_xact_lock` while the tables are made ("stowage").
+    private static let creationLock: Int64 = 0x73_74_6f_77_61_67_65
+
+    public init(_ configuration: PostgresStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
+        try configuration.validate()
+        self.configuration = configuration
+        let schema = configuration.schema ?? Schema()
+        self.schema = schema
+        tables = try PostgresTables(schema)
+        let connection = try PostgresConnection(configuration.url, connectTimeout: configuration.connectTimeout)
+        identifier = try Self.prepare(connection, tables: tables, schema: schema, migrationPlan: migrationPlan)
+        pool.withLock { $0.append(connection) }
+    }
+
+    /// Creates the tables if they are not there, or checks that they are this schema's;
+    /// returns the database's identifier.
+    private static func prepare(
+        _ connection: PostgresConnection, tables: PostgresTables, schema: Schema,
+        migrationPlan: (any SchemaMigrationPlan.Type)?
+    ) throws -> String {
+        do {
+            try connection.run("BEGIN")
+            try connection.execute("SELECT pg_advisory_xact_lock(\(creationLock))")
+            try connection.run(
+                "CREATE TABLE IF NOT EXISTS stowage_metadata (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)")
+            let rows = try connection.execute(
+                "SELECT \"key\", \"value\" FROM stowage_metadata WHERE \"key\" IN ('identifier', 'schema')")
+            var stored: [String: String] = [:]
+            for row in 0..<rows.count {
+                if let key = rows.text(row, 0) { stored[key] = rows.text(row, 1) }
+            }
+            let live = PostgresSchemaRecord(schema)
+            let identifier: String
+            if let existing = stored["identifier"], let text = stored["schema"] {
+                guard let recorded = PostgresSchemaRecord(json: text) else {
+                    throw DataStoreError(
+                        .wrongFormat, "the database's stowage_metadata holds a schema Stowage cannot read")
+                }
+                if let difference = recorded.difference(from: live) {
+                    throw DataStoreError(
+                        .schemaMismatch,
+                        "the PostgreSQL database holds another schema: \(difference)"
+                            + (migrationPlan == nil ? "" : " (PostgresStore does not run migration plans yet)"))
+                }
+                identifier = existing
+            } else {
+                for statement in tables.creationScript { try connection.run(statement) }
+                identifier = "postgres-" + UUID().uuidString.lowercased()
+                try connection.execute(
+                    "INSERT INTO stowage_metadata (\"key\", \"value\") VALUES ('identifier', $1), ('schema', $2)",
+                    [identifier, live.json])
+            }
+            try connection.run("COMMIT")
+            return identifier
+        } catch let error as PostgresError {
+            try? connection.run("ROLLBACK")
+            throw Self.storeError(error, doing: "preparing the tables")
+        } catch {
+            try? connection.run("ROLLBACK")
+            throw error
+        }
+    }
+
+    // MARK: Connections
+
+    /// Runs `body` on a connection from the pool (or a new one). A connection that failed
+    /// is dropped, and so is every idle one, which may have failed with it (a restarted
+    /// server); a read that failed that way on a pooled connection is tried once more on a
+    /// new connection.
+    @discardableResult
+    func withConnection<R>(retryingReads: Bool = false, _ body: (PostgresConnection) throws -> R) throws -> R {
+        let pooled = pool.withLock { $0.popLast() }
+        let connection =
+            try pooled ?? PostgresConnection(configuration.url, connectTimeout: configuration.connectTimeout)
+        do {
+            let result = try body(connection)
+            give(back: connection)
+            return result
+        } catch let error as PostgresError {
+            give(back: connection)
+            guard connection.isBroken else { throw Self.storeError(error, doing: "a statement") }
+            pool.withLock { $0.removeAll() }
+            guard retryingReads, pooled != nil else { throw Self.storeError(error, doing: "a statement") }
+            return try withConnection(retryingReads: false, body)
+        } catch {
+            give(back: connection)
+            throw error
+        }
+    }
+
+    private func give(back connection: PostgresConnection) {
+        if connection.isInTransaction { try? connection.run("ROLLBACK") }
+        guard !connection.isBroken, !connection.isInTransaction else { return }
+        pool.withLock { if $0.count < configuration.idleConnections { $0.append(connection) } }
+    }
+
+    static func storeError(_ error: PostgresError, doing what: String) -> any Error {
+        if error.isUniqueViolation { return SwiftDataError(.uniqueConstraintViolation, error.message) }
+        if error.isConnectionFailure {
+            return DataStoreError(.ioFailure, "the connection to PostgreSQL failed during \(what): \(error)")
+        }
+        return DataStoreError(.ioFailure, "PostgreSQL refused \(what): \(error)")
+    }
+
+    func table(_ name: String) throws -> PostgresEntityTable {
+        guard let table = tables.entities[name] else {
+            throw SwiftDataError(.unknownModelType, "\(name) is not in the store's schema")
+        }
+        return table
+    }
+
+    // MARK: Reading
+
+    public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
+        -> DataStoreFetchResult<T, DefaultSnapshot>
+    {
+        DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: try snapshots(request.query))
+    }
+
+    /// The snapshots `query` selects, in its order and window.
+    func snapshots(_ query: FetchQuery) throws -> [DefaultSnapshot] {
+        let table = try table(query.entity.name)
+        let plan = PostgresQueryPlan(query, table: table, store: identifier)
+        guard plan.orderBy != nil || query.sort.isEmpty else { throw DataStoreError.preferInMemorySort }
+        var rows = try withConnection(retryingReads: true) { connection in
+            try read(table, plan.select(table.selectList, from: table), plan.statement.parameters, on: connection)
+        }
+        if let residual = plan.residual {
+            var evaluator = QueryEvaluator(resolve: { [unowned self] id in try self.snapshots(for: [id])[id] })
+            rows = try rows.filter { try evaluator.matches($0, residual, root: plan.root) }
+            let start = min(plan.offset, rows.count)
+            let end = plan.limit.map { min(rows.count, start + $0) } ?? rows.count
+            rows = Array(rows[start..<end])
+        }
+        return rows
+    }
+
+    /// Runs a `SELECT` of `table.selectList` and makes snapshots of its rows, with their
+    /// to-many relationships read from the join tables.
+    func read(
+        _ table: PostgresEntityTable, _ sql: String, _ parameters: [String?], on connection: PostgresConnection
+    ) throws -> [DefaultSnapshot] {
+        let result = try connection.execute(sql, parameters)
+        var keys: [Int64] = []
+        keys.reserveCapacity(result.count)
+        var values: [[SnapshotValue]] = []
+        values.reserveCapacity(result.count)
+        for row in 0..<result.count {
+            guard let key = result.text(row, 0).flatMap(Int64.init) else {
+                throw DataStoreError(.corruptStore, "\(table.name) has a row without a primary key")
+            }
+            var record = [SnapshotValue](repeating: .null, count: table.propertyCount)
+            for (i, column) in table.columns.enumerated() {
+                record[column.index] = try PostgresValues.value(result.text(row, i + 1), column.kind, store: identifier)
+            }
+            for relationship in table.toMany { record[relationship.index] = .array([]) }
+            keys.append(key)
+            values.append(record)
+        }
+        if !table.toMany.isEmpty, !keys.isEmpty {
+            let position = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+            let list = PostgresValues.arrayLiteral(keys.map { String($0) })
+            for relationship in table.toMany {
+                let targets = try connection.execute(
+                    "SELECT \"owner\", \"target\" FROM \(quote(relationship.table)) WHERE \"owner\" = ANY($1::bigint[]) "
+                        + "ORDER BY \"owner\", \"position\"", [list])
+                var lists: [Int64: [SnapshotValue]] = [:]
+                for row in 0..<targets.count {
+                    guard let owner = targets.text(row, 0).flatMap(Int64.init),
+                        let target = targets.text(row, 1).flatMap(Int64.init)
+                    else { continue }
+                    lists[owner, default: []].append(
+                        .identifier(
+                            .permanent(
+                                entityName: relationship.destination, storeIdentifier: identifier, primaryKey: target)))
+                }
+                for (owner, items) in lists {
+                    if let i = position[owner] { values[i][relationship.index] = .array(items) }
+                }
+            }
+        }
+        return zip(keys, values).map { key, record in
+            DefaultSnapshot(
+                persistentIdentifier: .permanent(entityName: table.name, storeIdentifier: identifier, primaryKey: key),
+                values: record)
+        }
+    }
+
+    public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
+        let query = request.query
+        let table = try table(query.entity.name)
+        let plan = PostgresQueryPlan(query, table: table, store: identifier)
+        guard plan.residual == nil else { return try snapshots(unsorted(query)).count }
+        let total = try withConnection(retryingReads: true) { connection in
+            let rows = try connection.execute(
+                "SELECT count(*) FROM \(quote(table.name))\(plan.whereClause)", plan.statement.parameters)
+            return rows.text(0, 0).flatMap(Int.init) ?? 0
+        }
+        let afterOffset = max(0, total - query.offset)
+        return query.limit.map { min($0, afterOffset) } ?? afterOffset
+    }
+
+    public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
+        -> [PersistentIdentifier]
+    {
+        let query = request.query
+        let table = try table(query.entity.name)
+        let plan = PostgresQueryPlan(query, table: table, store: identifier)
+        guard plan.residual == nil, plan.orderBy != nil || query.sort.isEmpty else {
+            return try snapshots(query).map(\.persistentIdentifier)
+        }
+        return try withConnection(retryingReads: true) { connection in
+            let rows = try connection.execute(plan.select("\"pk\"", from: table), plan.statement.parameters)
+            return (0..<rows.count).compactMap { row in
+                rows.text(row, 0).flatMap(Int64.init).map {
+                    .permanent(entityName: table.name, storeIdentifier: identifier, primaryKey: $0)
+                }
+            }
+        }
+    }
+
+    /// `query` without its sort (a count does not need one).
+    private func unsorted(_ query: FetchQuery) -> FetchQuery {
+        var query = query
+        query.sort = []
+        return query
+    }
+
+    public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
+        var byEntity: [String: [String]] = [:]
+        for id in identifiers where id.storeIdentifier == identifier {
+            guard let key = id.primaryKey else { continue }
+            byEntity[id.entityName, default: []].append(String(key))
+        }
+        guard !byEntity.isEmpty else { return [:] }
+        return try withConnection(retryingReads: true) { connection in
+            var found: [PersistentIdentifier: DefaultSnapshot] = [:]
+            for (name, keys) in byEntity {
+                guard let table = tables.entities[name] else { continue }
+                let sql = "SELECT \(table.selectList) FROM \(quote(table.name)) WHERE \"pk\" = ANY($1::bigint[])"
+                for snapshot in try read(table, sql, [PostgresValues.arrayLiteral(keys)], on: connection) {
+                    found[snapshot.persistentIdentifier] = snapshot
+                }
+            }
+            return found
+        }
+    }
+
+    public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
+        let table = try table(request.query.entity.name)
+        let plan = PostgresQueryPlan(request.query, table: table, store: identifier)
+        let server = try withConnection(retryingReads: true) { connection in
+            let rows = try connection.execute(
+                "EXPLAIN " + plan.select(table.selectList, from: table, ordered: plan.orderBy != nil),
+                plan.statement.parameters)
+            return (0..<rows.count).compactMap { rows.text($0, 0) }.map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return plan.description(table) + "; PostgreSQL's plan: " + server.joined(separator: " / ")
+    }
+
+    // MARK: Writing
+
+    public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws
+        -> DataStoreSaveChangesResult<DefaultSnapshot>
+    {
+        // A save that met a row another process inserted between its look-up and its
+        // insert runs again: the look-up then finds the row, and upserts or fails.
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try withConnection { connection in
+                    try PostgresSave(store: self, request: request, connection: connection).run()
+                }
+            } catch let raced as PostgresSave.Raced {
+                if attempt < 3 { continue }
+                throw SwiftDataError(.uniqueConstraintViolation, raced.error.message)
+            }
+        }
+    }
+
+    public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
+        let table = try table(request.query.entity.name)
+        var query = unsorted(request.query)
+        query.limit = nil
+        query.offset = 0
+        let plan = PostgresQueryPlan(query, table: table, store: identifier)
+        if plan.residual == nil {
+            try withConnection { connection in
+                try connection.execute("DELETE FROM \(quote(table.name))\(plan.whereClause)", plan.statement.parameters)
+            }
+            return
+        }
+        let keys = try snapshots(query).compactMap { $0.persistentIdentifier.primaryKey }.map { String($0) }
+        try withConnection { connection in
+            try connection.execute(
+                "DELETE FROM \(quote(table.name)) WHERE \"pk\" = ANY($1::bigint[])", [PostgresValues.arrayLiteral(keys)]
+            )
+        }
+    }
+
+    public func erase() throws {
+        let names =
+            tables.entities.values.map { quote($0.name) }
+            + tables.entities.values.flatMap { $0.toMany.map { quote($0.table) } }
+        guard !names.isEmpty else { return }
+        try withConnection { connection in
+            try connection.run("TRUNCATE \(names.sorted().joined(separator: ", "))")
+        }
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import Stowage
+import StowageTestSupport
+import Synchronization
+import Testing
+
+@testable import StowagePostgres
+
+/// `PostgresStore` on a throwaway PostgreSQL cluster (`PostgresTestCluster`): the store
+/// conformance suite, the differential query check, and what only a shared database
+/// has: another process's view, a schema that does not match, values that would break
+/// SQL spliced into text, a server that cannot be reached and a connection lost mid-save.
+/// Without PostgreSQL's binaries every test returns after one printed line.
+@Suite("PostgresStore")
+struct PostgresStoreTests {
+    /// The cluster, or `nil` after printing why there is none (once).
+    static func cluster() throws -> PostgresTestCluster? {
+        let cluster = try PostgresTestCluster.shared()
+        if cluster == nil { Self.skipNotice() }
+        return cluster
+    }
+
+    private static let noticePrinted = Mutex(false)
+    private static func skipNotice() {
+        let first = noticePrinted.withLock { printed in
+            defer { printed = true }
+            return !printed
+        }
+        if first {
+            print("PostgreSQL tests skipped: \(PostgresTestCluster.unavailableReason ?? "no PostgreSQL cluster")")
+        }
+    }
+
+    /// Containers over fresh databases of `cluster`.
+    static func factory(_ cluster: PostgresTestCluster) -> StoreFactory {
+        StoreFactory(name: "PostgresStore") { schema in
+            try ModelContainer(
+                for: schema,
+                configurations: [
+                    PostgresStoreConfiguration(name: "postgres", schema: schema, url: try cluster.freshDatabase())
+                ])
+        }
+    }
+
+    static func container(_ url: String, _ types: [any PersistentModel.Type] = allTestModels) throws
+        -> ModelContainer
+    {
+        let schema = Schema(types)
+        return try ModelContainer(
+            for: schema, configurations: [PostgresStoreConfiguration(name: "postgres", schema: schema, url: url)])
+    }
+
+    @Test(arguments: StoreConformance.checks.map(\.0))
+    func conformance(check: String) throws {
+        guard let cluster = try Self.cluster() else { return }
+        let run = try #require(StoreConformance.checks.first { $0.0 == check }?.1)
+        try run(Self.factory(cluster))
+    }
+
+    @Test func plannedResultsEqualBruteForce() throws {
+        guard let cluster = try Self.cluster() else { return }
+        try DifferentialQueries.check(Self.factory(cluster))
+    }
+
+    /// A second container on the same database (as another process would open it) sees
+    /// the saves, under the same identifiers; a container whose schema differs is refused.
+    @Test func anotherContainerSeesTheSavesAndAnotherSchemaIsRefused() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let url = try cluster.freshDatabase()
+        let first = try Self.container(url)
+        let context = ModelContext(first)
+        let trip = Trip(name: "Lisbon", destination: "PT")
+        let item = Item(name: "socks")
+        context.insert(trip)
+        trip.items.append(item)
+        try context.save()
+        let id = trip.persistentModelID
+
+        let second = try Self.container(url)
+        let other = ModelContext(second)
+        let fetched = try #require(try other.existingModel(for: id) as? Trip)
+        #expect(fetched.name == "Lisbon")
+        #expect(fetched.items.map(\.name) == ["socks"])
+        #expect(fetched.items.first?.trip?.persistentModelID == id)
+
+        let error = #expect(throws: DataStoreError.self) {
+            try Self.container(url, [Trip.self, Item.self, Badge.self])
+        }
+        #expect(error?.code == .schemaMismatch)
+    }
+
+    /// Strings full of quotes, backslashes, NULs and `$1`, as values and in predicates,
+    /// come back exactly and find exactly their own rows.
+    @Test func valuesThatLookLikeSQLRoundTripExactly() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let container = try Self.container(try cluster.freshDatabase())
+        let nasty = [
+            "O'Brien", "'; DROP TABLE \"Trip\"; --", "back\\slash", "\\x00", "nul\u{0}inside", "\u{0}",
+            "\u{1}0", "$1", "$1::text", "\"quoted\"", "{a,b}", "NULL", "é\u{301}", "",
+        ]
+        let context = ModelContext(container)
+        for (i, name) in nasty.enumerated() { context.insert(Trip(name: name, destination: "d\(i)")) }
+        try context.save()
+        let reader = ModelContext(container)
+        let all = try reader.fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.destination)]))
+        #expect(Set(all.map(\.name)) == Set(nasty))
+        for name in nasty {
+            let found = try reader.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.name == name }))
+            #expect(found.map(\.name) == [name], "\(String(reflecting: name))")
+            // (`contains("")` is left out: Swift's `String.contains` and the predicate's
+            // differ on the empty string, on every store.)
+            guard !name.isEmpty else { continue }
+            let containing = try reader.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.name.contains(name) }))
+            let expected = nasty.filter { $0.contains(name) }
+            #expect(Set(containing.map(\.name)) == Set(expected), "contains \(String(reflecting: name))")
+        }
+        #expect(try reader.fetchCount(FetchDescriptor<Trip>()) == nasty.count)
+    }
+
+    /// `explain` says which part of a predicate went to the server and which stayed in
+    /// memory, and shows PostgreSQL's plan, which uses the index of `#Index`.
+    @Test func explainSaysWhereEachPartRuns() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let container = try Self.container(try cluster.freshDatabase())
+        let context = ModelContext(container)
+        for i in 0..<50 {
+            context.insert(Chore(seq: i, title: "t\(i)", priority: i % 7, isCompleted: i % 2 == 0, dueDate: nil))
+        }
+        try context.save()
+        let descriptor = FetchDescriptor<Chore>(
+            predicate: #Predicate { $0.priority == 3 && $0.title.localizedStandardContains("T1") })
+        let plan = try context.explain(descriptor)
+        #expect(plan.contains("\"priority\" = $1::bigint"), "\(plan)")
+        #expect(plan.contains("in memory: WHERE"), "\(plan)")
+        #expect(plan.contains("PostgreSQL's plan:"), "\(plan)")
+        let found = try context.fetch(descriptor).map(\.seq).sorted()
+        #expect(found == (0..<50).filter { $0 % 7 == 3 && "t\($0)".contains("t1") })
+    }
+
+    /// A server that is not there fails the open at once with a clear error.
+    @Test func anUnreachableServerIsAClearErrorNotAHang() throws {
+        guard try Self.cluster() != nil else { return }
+        let started = Date()
+        let error = #expect(throws: DataStoreError.self) {
+            try Self.container("host=127.0.0.1 port=1 dbname=none connect_timeout=2")
+        }
+        #expect(error?.code == .ioFailure)
+        #expect(error?.message.contains("cannot connect to PostgreSQL") == true, "\(String(describing: error))")
+        #expect(Date().timeIntervalSince(started) < 10)
+    }
+
+    /// A save whose connection the server drops while the save waits fails with
+    /// `.ioFailure` and leaves nothing; the next save connects again and lands.
+    @Test func aConnectionLostMidSaveFailsThatSaveAndTheNextReconnects() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let url = try cluster.freshDatabase()
+        let container = try Self.container(url)
+        let context = ModelContext(container)
+        context.insert(Trip(name: "before"))
+        try context.save()
+
+        // Another session holds the table, so the save waits inside its transaction.
+        let blocker = try PostgresConnection(url, connectTimeout: 5)
+        try blocker.run("BEGIN; LOCK TABLE \"Trip\" IN EXCLUSIVE MODE")
+        let outcome = Mutex<(any Error)?>(nil)
+        let saver = Thread {
+            let context = ModelContext(container)
+            context.insert(Trip(name: "lost"))
+            do { try context.save() } catch { outcome.withLock { $0 = error } }
+        }
+        saver.start()
+        // Wait for the save to block on the lock, then end its session from outside.
+        var terminated = 0
+        for _ in 0..<200 where terminated == 0 {
+            Thread.sleep(forTimeInterval: 0.05)
+            let rows = try blocker.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                    + "WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND datname = current_database()")
+            terminated = rows.text(0, 0).flatMap(Int.init) ?? 0
+        }
+        #expect(terminated == 1)
+        try blocker.run("ROLLBACK")
+        while saver.isExecuting || !saver.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        let error = try #require(outcome.withLock { $0 } as? DataStoreError)
+        #expect(error.code == .ioFailure)
+        #expect(error.message.contains("connection"), "\(error)")
+
+        let next = ModelContext(container)
+        next.insert(Trip(name: "after"))
+        try next.save()
+        let names = try ModelContext(container).fetch(FetchDescriptor<Trip>(sortBy: [SortDescriptor(\.name)])).map(
+            \.name)
+        #expect(names == ["after", "before"])
+    }
+}
+
+/// Four processes saving into one database at once (`PostgresChild`), racing on a unique
+/// email: every save is acknowledged, and every acknowledged row is there exactly once.
+@Suite("PostgresStore across processes", .serialized)
+struct PostgresProcessTests {
+    static var child: URL {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        return executable.deletingLastPathComponent().appendingPathComponent("PostgresChild")
+    }
+
+    @Test func fourProcessesSaveAtOnceAndEveryAcknowledgedRowIsThereOnce() throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let url = try cluster.freshDatabase()
+        let saves = 60
+        // Each child opens the empty database itself: the tables are made once, whoever is first.
+        let processes = try (0..<4).map { worker -> (Process, Pipe) in
+            let process = Process()
+            process.executableURL = Self.child
+            process.arguments = [url, String(worker), String(saves)]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            try process.run()
+            return (process, pipe)
+        }
+        var lines: [String] = []
+        for (process, pipe) in processes {
+            let output = pipe.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            lines += String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
+        }
+        let failures = lines.filter { !$0.hasPrefix("ack ") }
+        #expect(failures.isEmpty, "\(failures.prefix(5))")
+        let acknowledged = lines.filter { $0.hasPrefix("ack ") }.flatMap { $0.split(separator: " ").dropFirst() }
+        #expect(acknowledged.count == 4 * saves * 2)
+
+        let container = try PostgresStoreTests.container(url, [Person.self])
+        let emails = try ModelContext(container).fetch(FetchDescriptor<Person>()).map(\.email)
+        let counts = Dictionary(emails.map { ($0, 1) }, uniquingKeysWith: +)
+        #expect(counts.values.allSatisfy { $0 == 1 })
+        #expect(Set(emails) == Set(acknowledged.map(String.init)))
+        #expect(emails.count == saves + 4 * saves)
+    }
+}
