@@ -1,5 +1,6 @@
 import Foundation
 import Stowage
+import StowagePostgres
 
 // The packing list from the SwiftData lesson, as a terminal program. It keeps its list in
 // Stowage's default on-disk store, under $XDG_DATA_HOME/packing-list (or
@@ -10,16 +11,37 @@ import Stowage
 //   packing-list                                   commands from standard input, one per line
 //   packing-list demo                              a scripted session in a store of its own,
 //                                                  closed and reopened to show it persists
+//
+// With `--postgres <connection string>` first (or PACKING_LIST_POSTGRES in the
+// environment) the list is kept in that PostgreSQL database instead, through
+// `PostgresStore`: the same models and the same code, another configuration. The demo
+// erases the database's packing-list tables first, so give it a database of its own.
 
 let directory = ModelConfiguration.defaultDirectory.appendingPathComponent("packing-list", isDirectory: true)
-let arguments = Array(CommandLine.arguments.dropFirst())
+var arguments = Array(CommandLine.arguments.dropFirst())
+var postgres = ProcessInfo.processInfo.environment["PACKING_LIST_POSTGRES"].flatMap { $0.isEmpty ? nil : $0 }
+if arguments.first == "--postgres" {
+    guard arguments.count >= 2 else {
+        FileHandle.standardError.write(Data("packing-list: --postgres needs a connection string\n".utf8))
+        exit(2)
+    }
+    postgres = arguments[1]
+    arguments.removeFirst(2)
+}
 let isDemo = arguments == ["demo"]
 
 @MainActor func openList(named name: String) -> (ModelContainer, PackingList) {
     do {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let configuration = ModelConfiguration(url: directory.appendingPathComponent("\(name).store"))
-        let container = try ModelContainer(for: Trip.self, PackingItem.self, configurations: configuration)
+        let schema = Schema([Trip.self, PackingItem.self])
+        let container: ModelContainer
+        if let postgres {
+            let configuration = PostgresStoreConfiguration(name: name, schema: schema, url: postgres)
+            container = try ModelContainer(for: schema, configurations: [configuration])
+        } else {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let configuration = ModelConfiguration(url: directory.appendingPathComponent("\(name).store"))
+            container = try ModelContainer(for: schema, configurations: configuration)
+        }
         return (container, PackingList(context: ModelContext(container)))
     } catch {
         FileHandle.standardError.write(Data("packing-list: cannot open the store: \(error)\n".utf8))
@@ -57,12 +79,16 @@ if isDemo {
             ok = perform(line.split(separator: " ").map(String.init), on: list) && ok
         }
     }
-    // The first container is gone: open the file again and read the list back from disk.
+    // The first container is gone: open the store again and read the list back.
     print("$ # closed the store; opened it again")
     let (_, reopened) = openList(named: "demo")
     print("$ list Lisbon")
     ok = perform(["list", "Lisbon"], on: reopened) && ok
-    print("(kept in \(directory.appendingPathComponent("demo.store").path))")
+    if postgres != nil {
+        print("(kept in PostgreSQL)")
+    } else {
+        print("(kept in \(directory.appendingPathComponent("demo.store").path))")
+    }
     exit(ok ? 0 : 1)
 }
 
