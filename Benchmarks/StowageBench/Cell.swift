@@ -1,6 +1,7 @@
 import CSQLite
 import Foundation
 import Stowage
+import StowagePostgres
 
 // One cell: one side (a Stowage store or an SQLite peer) at one workload shape, a warm-up
 // run and then `runs` timed runs, in a process of its own. It prints one JSON line.
@@ -105,6 +106,8 @@ final class CellRunner {
     private var phases: [PhaseSamples] = []
     private var bytesOnDisk: [Int64] = []
     private let label: String
+    /// The PostgreSQL database of each run of a `postgres` cell, made at its first open.
+    private var postgresDatabases: [Int: String] = [:]
 
     init(spec: CellSpec) throws {
         self.spec = spec
@@ -191,7 +194,7 @@ final class CellRunner {
             if let store = spec.store {
                 try runStowage(store, run: run, record: run > 0)
             } else if let peer = spec.peer {
-                try runSQLite(peer, run: run, record: run > 0)
+                try runPeer(peer, run: run, record: run > 0)
             }
             let seconds = Double(DispatchTime.now().uptimeNanoseconds - runStart) / 1e9
             progress(String(format: " (%.1f s)\n", seconds))
@@ -225,7 +228,17 @@ final class CellRunner {
             if spec.sqliteCacheMiB > 0 { configuration.cacheCapacity = spec.sqliteCacheMiB << 20 }
             configuration.blockBytes = spec.blockKiB << 10
             return try ModelContainer(for: [Trip.self], configurations: [configuration])
+        case .postgres:
+            let conninfo = try postgresDatabases[run] ?? PostgresBench.create(postgresName(run))
+            postgresDatabases[run] = conninfo
+            let configuration = PostgresStoreConfiguration(name: "bench", schema: Schema([Trip.self]), url: conninfo)
+            return try ModelContainer(for: [Trip.self], configurations: [configuration])
         }
+    }
+
+    /// The database a run of this cell makes on the PostgreSQL server.
+    func postgresName(_ run: Int) -> String {
+        "stowage_bench_\(getpid())_\(spec.system.replacingOccurrences(of: "-", with: "_"))_\(run)"
     }
 
     func makeTrip(_ row: TripRow) -> Trip {
@@ -472,6 +485,7 @@ final class CellRunner {
             for suffix in ["", ".lock", ".tmp"] {
                 try? FileManager.default.removeItem(atPath: url.path + suffix)
             }
+            if store == .postgres { PostgresBench.drop(postgresName(run)) }
         }
         var container: ModelContainer? = try makeContainer(store, run: run)
         if let container { try stowagePhases(container, record: record) }
@@ -493,7 +507,7 @@ final class CellRunner {
             throw BenchError("reopened \(reopenedCount), expected \(expectedFinalCount)")
         }
         container = nil
-        let size = try directoryBytes()
+        let size = try postgresDatabases[run].map(PostgresBench.size) ?? directoryBytes()
         if record {
             self.record(.reopen, close + open)
             self.record(.open, open)
@@ -513,17 +527,24 @@ final class CellRunner {
         return total
     }
 
-    // MARK: SQLite
+    // MARK: The peer
 
-    func runSQLite(_ kind: PeerKind, run: Int, record: Bool) throws {
+    func runPeer(_ kind: PeerKind, run: Int, record: Bool) throws {
         let path = kind.persists ? directory.appendingPathComponent("peer\(run).sqlite").path : ":memory:"
+        let database = kind == .libpq ? postgresName(run) : nil
+        let conninfo = try database.map(PostgresBench.create)
         defer {
+            if let database { PostgresBench.drop(database) }
             if kind.persists {
                 for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
             }
         }
         let cache = spec.sqliteCacheMiB
-        var peer = try SQLitePeer(path: path, synchronous: kind.synchronous, cacheMiB: cache)
+        func open(reopen: Bool) throws -> any TripPeer {
+            if let conninfo { return try LibPQPeer(conninfo: conninfo, reopen: reopen) }
+            return try SQLitePeer(path: path, synchronous: kind.synchronous, cacheMiB: cache, reopen: reopen)
+        }
+        var peer = try open(reopen: false)
         try phase(.insert, record: record) { try peer.insert(workload.rows) }
 
         var found = 0
@@ -627,7 +648,7 @@ final class CellRunner {
         progress(" reopen")
         let close = time { peer.close() }
         let open = try time {
-            peer = try SQLitePeer(path: path, synchronous: kind.synchronous, cacheMiB: cache, reopen: true)
+            peer = try open(reopen: true)
             reopenedCount = try peer.count()
         }
         guard reopenedCount == expectedFinalCount else {

@@ -6,13 +6,19 @@ enum StoreKind: String, CaseIterable, Codable, Sendable {
     case json
     case logFull = "log-full"
     case logRelaxed = "log-relaxed"
+    /// `PostgresStore`, on the server `--postgres` names; not run unless asked for.
+    case postgres
 
-    /// The SQLite configuration with the matching durability.
+    /// The stores run when `--stores` names none.
+    static let defaults: [StoreKind] = [.memory, .json, .logFull, .logRelaxed]
+
+    /// The peer with the matching durability: SQLite, or libpq for PostgreSQL.
     var peer: PeerKind {
         switch self {
         case .memory: .memory
         case .json, .logFull: .walFull
         case .logRelaxed: .walNormal
+        case .postgres: .libpq
         }
     }
 
@@ -22,6 +28,7 @@ enum StoreKind: String, CaseIterable, Codable, Sendable {
         case .json: "JSON store"
         case .logFull: "Log store, .full"
         case .logRelaxed: "Log store, .relaxed"
+        case .postgres: "PostgresStore"
         }
     }
 
@@ -32,6 +39,7 @@ enum StoreKind: String, CaseIterable, Codable, Sendable {
         case .json: "temp file, fsync, rename, directory fsync per save"
         case .logFull: "one pwrite and fdatasync per save"
         case .logRelaxed: "one pwrite per save, no sync"
+        case .postgres: "one transaction per save, committed as the server is configured"
         }
     }
 
@@ -51,18 +59,24 @@ enum PeerKind: String, CaseIterable, Codable, Sendable {
     case memory = "sqlite-memory"
     case walFull = "sqlite-wal-full"
     case walNormal = "sqlite-wal-normal"
+    /// The same work through libpq directly, on the same server as `PostgresStore`.
+    case libpq
 
     var title: String {
         switch self {
         case .memory: "SQLite :memory:"
         case .walFull: "SQLite WAL, synchronous=FULL"
         case .walNormal: "SQLite WAL, synchronous=NORMAL"
+        case .libpq: "libpq, prepared statements"
         }
     }
 
+    /// The peer's name in a table's columns.
+    var shortName: String { self == .libpq ? "libpq" : "SQLite" }
+
     var synchronous: String? {
         switch self {
-        case .memory: nil
+        case .memory, .libpq: nil
         case .walFull: "FULL"
         case .walNormal: "NORMAL"
         }
@@ -108,7 +122,8 @@ let usage = """
 
       --n LIST              row counts, comma-separated; k and M suffixes allowed
                             (default 10000,100000,1000000)
-      --stores LIST         memory,json,log-full,log-relaxed (default: all four; `log` = log-full)
+      --stores LIST         memory,json,log-full,log-relaxed,postgres (default: the first four;
+                            `log` = log-full)
       --store S             the same as --stores S
       --runs R              timed runs per cell, after one warm-up run (default 5)
       --large-runs R        timed runs when N >= 1,000,000 (default min(R, 3))
@@ -133,7 +148,11 @@ let usage = """
                             #Predicate on the unique id, every property of every fetched row
                             read, updates by fetch, change and save every 1000, and 10,000
                             fetch-and-change steps saved once and saved every 100
-      --quick               N = 2000, 1 run after the warm-up, every store (a smoke test)
+      --postgres CONNINFO   the PostgreSQL server the postgres store and its libpq peer run on,
+                            as libpq key=value pairs (host=/run/postgresql user=bench); each
+                            run makes a database of its own there and drops it afterwards
+                            (STOWAGE_BENCH_POSTGRES in the environment does the same)
+      --quick               N = 2000, 1 run after the warm-up, every default store (a smoke test)
       -h, --help            this text
 
     Progress goes to stderr; the tables to stdout. Each (store, N) cell and its SQLite peer
@@ -145,7 +164,7 @@ let defaultBlockKiB = 4
 
 struct Options {
     var ns = [10_000, 100_000, 1_000_000]
-    var stores = StoreKind.allCases
+    var stores = StoreKind.defaults
     var runs = 5
     var largeRuns: Int?
     var jsonMaxN = 100_000
@@ -211,7 +230,7 @@ struct Options {
                     let trimmed = name.trimmingCharacters(in: .whitespaces)
                     guard let store = StoreKind(argument: trimmed) else {
                         throw UsageError(
-                            message: "unknown store '\(trimmed)' (memory, json, log-full, log-relaxed)")
+                            message: "unknown store '\(trimmed)' (memory, json, log-full, log-relaxed, postgres)")
                     }
                     if !chosen.contains(store) { chosen.append(store) }
                 }
@@ -229,6 +248,7 @@ struct Options {
             case "--uniform-notes": randomNotes = false
             case "--as-written": asWritten = true
             case "--out": out = try value()
+            case "--postgres": setenv(PostgresBench.variable, try value(), 1)
             case "--quick":
                 ns = [2000]
                 runs = 1
@@ -239,6 +259,9 @@ struct Options {
             i += 1
         }
         guard !ns.isEmpty else { throw UsageError(message: "--n needs at least one row count") }
+        if cell == nil, stores.contains(.postgres), PostgresBench.server == nil {
+            throw UsageError(message: "the postgres store needs a server: --postgres CONNINFO (see --help)")
+        }
         // Default settings on both sides: SQLite's page cache and the log store's block cache.
         if asWritten { sqliteCacheMiB = 0 }
     }

@@ -159,7 +159,8 @@ extension Comparison {
     /// The table for this store at this N.
     var markdownTable: String {
         var lines = [
-            "| operation | Stowage (ms) | SQLite (ms) | Stowage ops/s | SQLite ops/s | speed vs SQLite |",
+            "| operation | Stowage (ms) | \(peer.shortName) (ms) | Stowage ops/s | \(peer.shortName) ops/s | "
+                + "speed vs \(peer.shortName) |",
             "|---|---:|---:|---:|---:|---:|",
         ]
         for phase in phases {

@@ -1,9 +1,29 @@
 import CSQLite
 import Foundation
 
+/// What a peer does, phase by phase: SQLite (``SQLitePeer``) or libpq (``LibPQPeer``).
+protocol TripPeer: AnyObject {
+    func close()
+    func insert(_ rows: [TripRow]) throws
+    func insertOne(_ row: TripRow) throws
+    func fetch(id: UUID) throws -> TripRow?
+    func fetch(destination: String) throws -> [TripRow]
+    func fetch(after date: Date, limit: Int) throws -> [TripRow]
+    func enumerateAll(_ body: (TripRow) -> Void) throws
+    func countUnindexed(budgetAbove: Double) throws -> Int
+    func updateBudgets(_ rows: [TripRow], batch: Int) throws
+    func fetchAndUpdateBudgets(_ changes: [(UUID, Double)], batch: Int) throws
+    func steps(_ ids: [UUID], commitEvery: Int?) throws
+    func importLookingUp(_ rows: [TripRow]) throws
+    func move(pk: Int64, to date: Date, thenReadSortedShowing shown: Int) throws -> (Int, Double)
+    func delete(destinations: [String]) throws -> Int
+    func count() throws -> Int
+    func bytesOnDisk() throws -> Int64
+}
+
 /// The peer: SQLite through its C API, in WAL mode, with prepared statements, the same
 /// indexes, and every row read back into a Swift struct.
-final class SQLitePeer {
+final class SQLitePeer: TripPeer {
     enum Failure: Error, CustomStringConvertible {
         case sqlite(String)
         var description: String {

@@ -267,11 +267,13 @@ for n in options.ns {
                     system: store.peer.rawValue, shape: shape, runs: runs, sqliteCacheMiB: options.sqliteCacheMiB,
                     lockstep: true))
             let peerSettings =
-                store.peer.persists
-                ? "WAL, synchronous=\(store.peer.synchronous ?? "?"), "
-                    + (options.sqliteCacheMiB == 0
-                        ? "default page cache" : "cache_size up to \(options.sqliteCacheMiB) MiB")
-                : ":memory: database"
+                store.peer == .libpq
+                ? PostgresBench.server.map(PostgresBench.describe) ?? "PostgreSQL"
+                : store.peer.persists
+                    ? "WAL, synchronous=\(store.peer.synchronous ?? "?"), "
+                        + (options.sqliteCacheMiB == 0
+                            ? "default page cache" : "cache_size up to \(options.sqliteCacheMiB) MiB")
+                    : ":memory: database"
             let comparison = Comparison(store: store, peerSettings: peerSettings, stowage: stowage, sqlite: sqlite)
             comparisons.append(comparison)
             printTable(comparison)
