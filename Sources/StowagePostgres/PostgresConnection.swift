@@ -76,6 +76,97 @@ package final class PostgresConnection: @unchecked Sendable {
         return try check(result, handle)
     }
 
+    /// Sends `statements` at once, in libpq's pipeline mode, and returns their results in
+    /// order: one round trip to the server for all of them, where ``execute(_:_:)`` takes
+    /// one each. The first statement that fails throws its error; the ones after it are
+    /// not run (and a transaction they were in is left failed, for the caller to roll back).
+    ///
+    /// Only for statements whose results are small (writes, counts, short look-ups): the
+    /// connection blocks while it sends, so results the server could not send meanwhile
+    /// must fit in the socket's buffers.
+    package func pipeline(_ statements: [(sql: String, parameters: [String?])]) throws -> [PostgresRows] {
+        guard let handle else { throw PostgresError(state: "08003", message: "the connection is closed") }
+        guard !statements.isEmpty else { return [] }
+        guard PQenterPipelineMode(handle) == 1 else {
+            throw PostgresError(
+                state: "", message: "libpq cannot enter pipeline mode: " + Self.message(PQerrorMessage(handle)))
+        }
+        defer { PQexitPipelineMode(handle) }
+        // What each result that comes back answers: a prepare, or statement i.
+        var answers: [Int?] = []
+        var newlyPrepared: [String] = []
+        for (i, statement) in statements.enumerated() {
+            var name = prepared[statement.sql]
+            if name == nil, prepared.count < Self.preparedLimit {
+                let fresh = "s\(prepared.count)"
+                guard PQsendPrepare(handle, fresh, statement.sql, Int32(statement.parameters.count), nil) == 1 else {
+                    return try abandonPipeline(handle)
+                }
+                prepared[statement.sql] = fresh
+                newlyPrepared.append(statement.sql)
+                answers.append(nil)
+                name = fresh
+            }
+            let sent = withCStrings(statement.parameters) { pointers in
+                var values = pointers.map { $0.map { UnsafePointer($0) } }
+                let count = Int32(statement.parameters.count)
+                if let name { return PQsendQueryPrepared(handle, name, count, &values, nil, nil, 0) }
+                return PQsendQueryParams(handle, statement.sql, count, nil, &values, nil, nil, 0)
+            }
+            guard sent == 1 else { return try abandonPipeline(handle) }
+            answers.append(i)
+        }
+        guard PQpipelineSync(handle) == 1 else { return try abandonPipeline(handle) }
+        var results: [PostgresRows] = []
+        var failure: PostgresError?
+        for answer in answers {
+            // Each command's results end with a null result.
+            var rows: PostgresRows?
+            while let result = PQgetResult(handle) {
+                let status = PQresultStatus(result)
+                if status == PGRES_PIPELINE_ABORTED {
+                    PQclear(result)
+                    continue
+                }
+                if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+                    if answer != nil { rows = PostgresRows(result) } else { PQclear(result) }
+                } else if failure == nil {
+                    failure = error(of: result, handle)
+                } else {
+                    PQclear(result)
+                }
+            }
+            if let rows { results.append(rows) }
+        }
+        // The sync's own result, then the end of the pipeline.
+        while let result = PQgetResult(handle) {
+            let status = PQresultStatus(result)
+            PQclear(result)
+            if status == PGRES_PIPELINE_SYNC { break }
+        }
+        if let failure {
+            // A statement whose prepare failed must not stay listed as prepared.
+            for sql in newlyPrepared { prepared[sql] = nil }
+            throw failure
+        }
+        return results
+    }
+
+    /// libpq refused to queue a statement: the connection is not usable any more.
+    private func abandonPipeline(_ handle: OpaquePointer) throws -> [PostgresRows] {
+        isBroken = true
+        throw PostgresError(state: "08006", message: Self.message(PQerrorMessage(handle)))
+    }
+
+    /// The error a failed result reports (and frees the result).
+    private func error(of result: OpaquePointer, _ handle: OpaquePointer) -> PostgresError {
+        let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
+        let message = Self.message(PQresultErrorMessage(result))
+        PQclear(result)
+        if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.isEmpty { isBroken = true }
+        return PostgresError(state: state, message: message.isEmpty ? Self.message(PQerrorMessage(handle)) : message)
+    }
+
     /// The result of a statement, or the error it reports.
     private func check(_ result: OpaquePointer?, _ handle: OpaquePointer) throws -> PostgresRows {
         guard let result else {
@@ -83,13 +174,7 @@ package final class PostgresConnection: @unchecked Sendable {
             throw PostgresError(state: "08006", message: Self.message(PQerrorMessage(handle)))
         }
         let status = PQresultStatus(result)
-        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-            let message = Self.message(PQresultErrorMessage(result))
-            PQclear(result)
-            if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.isEmpty { isBroken = true }
-            throw PostgresError(state: state, message: message.isEmpty ? Self.message(PQerrorMessage(handle)) : message)
-        }
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else { throw error(of: result, handle) }
         return PostgresRows(result)
     }
 
@@ -100,13 +185,11 @@ package final class PostgresConnection: @unchecked Sendable {
             isBroken = true
             throw PostgresError(state: "08006", message: Self.message(PQerrorMessage(handle)))
         }
-        defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK || status == PGRES_EMPTY_QUERY else {
-            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-            if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.isEmpty { isBroken = true }
-            throw PostgresError(state: state, message: Self.message(PQresultErrorMessage(result)))
+            throw error(of: result, handle)
         }
+        PQclear(result)
     }
 
     /// Whether a transaction is open on the connection (or failed and awaits its rollback).

@@ -64,7 +64,12 @@ struct PostgresQueryPlan {
         }
         let keys = query.sort.map { key -> String? in
             guard let column = table.column(at: key.index), column.kind.isComparable else { return nil }
-            return "\(quote(column.name)) \(key.ascending ? "ASC NULLS FIRST" : "DESC NULLS LAST")"
+            // `nil` sorts first ascending and last descending, as in Swift; a column that
+            // cannot hold `nil` says no more, so that its index (`ASC`, or `ASC NULLS FIRST`
+            // for an optional one, as ``PostgresEntityTable`` makes it) gives the order.
+            let direction = key.ascending ? "ASC" : "DESC"
+            guard column.isOptional else { return "\(quote(column.name)) \(direction)" }
+            return "\(quote(column.name)) \(direction) NULLS \(key.ascending ? "FIRST" : "LAST")"
         }
         orderBy =
             keys.contains(where: { $0 == nil }) ? nil : (keys.compactMap { $0 } + ["\"pk\""]).joined(separator: ", ")

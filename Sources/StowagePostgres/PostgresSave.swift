@@ -1,14 +1,27 @@
 import Foundation
 import Stowage
 
-/// One save, as one SQL transaction: keys for the inserts from the `stowage_pk` sequence,
-/// the inserts that meet a uniqueness constraint resolved (upsert, or `.fail`), then per
-/// entity one `DELETE`, one `UPDATE` and one `INSERT`, each with its rows as array
-/// parameters spread by `unnest`, and the join tables of the to-many relationships.
+/// One save, as one SQL transaction: keys for the inserts from the `stowage_pk` sequence
+/// (``PostgresStore/keys(_:on:)``), the inserts that meet a uniqueness constraint resolved
+/// (upsert, or `.fail`), then per entity one `DELETE`, one `UPDATE` and one `INSERT`, each
+/// with its rows as array parameters spread by `unnest`, the join tables of the to-many
+/// relationships, and `COMMIT`. The statements go in at most two round trips (libpq's
+/// pipeline mode): the look-ups of the unique values, when the inserts have any, then every
+/// write with the commit.
 struct PostgresSave {
     let store: PostgresStore
     let request: DataStoreSaveChangesRequest<DefaultSnapshot>
     let connection: PostgresConnection
+    /// The writes, sent together once they are all known.
+    private var writes: [(sql: String, parameters: [String?])] = []
+    /// Whether `BEGIN` has gone (with the look-ups).
+    private var begun = false
+
+    init(store: PostgresStore, request: DataStoreSaveChangesRequest<DefaultSnapshot>, connection: PostgresConnection) {
+        self.store = store
+        self.request = request
+        self.connection = connection
+    }
 
     /// The database reported a uniqueness violation on an insert the look-up had cleared:
     /// another process inserted the same value meanwhile. The save is run again.
@@ -16,11 +29,10 @@ struct PostgresSave {
         let error: PostgresError
     }
 
-    func run() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
-        try connection.run("BEGIN")
+    mutating func run() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
         do {
             let result = try write()
-            try connection.run("COMMIT")
+            try connection.pipeline((begun ? [] : [("BEGIN", [])]) + writes + [("COMMIT", [])])
             return result
         } catch let error as PostgresError {
             try? connection.run("ROLLBACK")
@@ -38,11 +50,11 @@ struct PostgresSave {
         .permanent(entityName: entity, storeIdentifier: storeID, primaryKey: key)
     }
 
-    private func write() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
+    private mutating func write() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
         for snapshot in request.inserted + request.updated + request.deleted {
             _ = try store.table(snapshot.persistentIdentifier.entityName)
         }
-        var keys = try allocateKeys(request.inserted.count)[...]
+        var keys = try store.keys(request.inserted.count, on: connection)[...]
         var remapped: [PersistentIdentifier: PersistentIdentifier] = [:]
         /// New rows, in the request's order, by identifier (a later insert with the same
         /// unique values replaces an earlier one's values).
@@ -55,9 +67,12 @@ struct PostgresSave {
         let insertsByEntity = Dictionary(grouping: request.inserted.indices) {
             request.inserted[$0].persistentIdentifier.entityName
         }
-        for (name, indices) in insertsByEntity.sorted(by: { $0.key < $1.key }) {
+        let entities = insertsByEntity.sorted(by: { $0.key < $1.key })
+        let stored = try storedMatches(
+            entities.map { (try store.table($0.key), $0.value.map { request.inserted[$0] }) })
+        for (number, (name, indices)) in entities.enumerated() {
             let table = try store.table(name)
-            let stored = try storedMatches(table, indices.map { request.inserted[$0] })
+            let stored = stored[number]
             var seen: [[String?]: PersistentIdentifier] = [:]
             for (position, index) in indices.enumerated() {
                 let snapshot = request.inserted[index]
@@ -112,13 +127,6 @@ struct PostgresSave {
             for: storeID, remappedIdentifiers: remapped, snapshotsToReregister: reregister)
     }
 
-    private func allocateKeys(_ count: Int) throws -> [Int64] {
-        guard count > 0 else { return [] }
-        let rows = try connection.execute(
-            "SELECT nextval('stowage_pk') FROM generate_series(1, $1::integer)", [String(count)])
-        return (0..<rows.count).compactMap { rows.text($0, 0).flatMap(Int64.init) }
-    }
-
     /// The parameter texts of each of `snapshot`'s uniqueness constraints that it fills
     /// (a constraint with a `nil` value never collides, as in SQL).
     private func uniqueTuples(_ table: PostgresEntityTable, _ snapshot: DefaultSnapshot) throws -> [[String?]] {
@@ -136,51 +144,77 @@ struct PostgresSave {
         }
     }
 
-    /// For each of `inserts` (by position), the stored row it meets on a uniqueness
+    /// For each entity's inserts (by position), the stored row each meets on a uniqueness
     /// constraint, if any: one query per constraint, joining the table with the inserts'
-    /// values.
-    private func storedMatches(_ table: PostgresEntityTable, _ inserts: [DefaultSnapshot]) throws
-        -> [Int: PersistentIdentifier]
+    /// values, all sent with `BEGIN` in one round trip.
+    private mutating func storedMatches(_ entities: [(PostgresEntityTable, [DefaultSnapshot])]) throws
+        -> [[Int: PersistentIdentifier]]
     {
-        var found: [Int: PersistentIdentifier] = [:]
-        for constraint in table.uniqueness {
-            let columns = constraint.compactMap { table.column(named: $0) }
-            guard columns.count == constraint.count, !columns.isEmpty else { continue }
-            var arrays = [[String?]](repeating: [], count: columns.count)
-            for snapshot in inserts {
-                for (i, column) in columns.enumerated() {
-                    let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
-                    arrays[i].append(try PostgresValues.parameter(value, column.kind, column: column.name))
+        var queries: [(sql: String, parameters: [String?])] = []
+        var owners: [Int] = []
+        for (number, (table, inserts)) in entities.enumerated() {
+            for constraint in table.uniqueness {
+                let columns = constraint.compactMap { table.column(named: $0) }
+                guard columns.count == constraint.count, !columns.isEmpty else { continue }
+                var arrays = [[String?]](repeating: [], count: columns.count)
+                for snapshot in inserts {
+                    for (i, column) in columns.enumerated() {
+                        let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
+                        arrays[i].append(try PostgresValues.parameter(value, column.kind, column: column.name))
+                    }
                 }
+                var statement = PostgresStatement()
+                if columns.count == 1, columns[0].kind != .timestamp {
+                    // One column: `= ANY`, which the server answers from the constraint's
+                    // index with a plan it keeps, where the join is planned on every call.
+                    let column = columns[0]
+                    let list = statement.bind(PostgresValues.arrayLiteral(arrays[0]), as: Self.arrayType(column.kind))
+                    queries.append(
+                        (
+                            "SELECT \"pk\", array_position(\(list), \(quote(column.name))) FROM \(quote(table.name)) "
+                                + "WHERE \(quote(column.name)) = ANY(\(list))", statement.parameters
+                        ))
+                    owners.append(number)
+                    continue
+                }
+                let spread = columns.enumerated().map { i, column in
+                    statement.bind(PostgresValues.arrayLiteral(arrays[i]), as: Self.arrayType(column.kind))
+                }
+                let aliases = columns.indices.map { "c\($0)" }
+                let on = columns.enumerated().map { i, column in
+                    "t.\(quote(column.name)) = \(Self.fromArray("u.c\(i)", column.kind))"
+                }
+                queries.append(
+                    (
+                        """
+                        SELECT t."pk", u.ord FROM \(quote(table.name)) AS t JOIN unnest(\(spread.joined(separator: ", "))) \
+                        WITH ORDINALITY AS u(\(aliases.joined(separator: ", ")), ord) ON \(on.joined(separator: " AND "))
+                        """, statement.parameters
+                    ))
+                owners.append(number)
             }
-            var statement = PostgresStatement()
-            let spread = columns.enumerated().map { i, column in
-                statement.bind(PostgresValues.arrayLiteral(arrays[i]), as: Self.arrayType(column.kind))
-            }
-            let aliases = columns.indices.map { "c\($0)" }
-            let on = columns.enumerated().map { i, column in
-                "t.\(quote(column.name)) = \(Self.fromArray("u.c\(i)", column.kind))"
-            }
-            let sql = """
-                SELECT t."pk", u.ord FROM \(quote(table.name)) AS t JOIN unnest(\(spread.joined(separator: ", "))) \
-                WITH ORDINALITY AS u(\(aliases.joined(separator: ", ")), ord) ON \(on.joined(separator: " AND "))
-                """
-            let rows = try connection.execute(sql, statement.parameters)
+        }
+        var found = [[Int: PersistentIdentifier]](repeating: [:], count: entities.count)
+        guard !queries.isEmpty else { return found }
+        let results = try connection.pipeline([("BEGIN", [])] + queries).dropFirst()
+        begun = true
+        for (owner, rows) in zip(owners, results) {
+            let table = entities[owner].0
             for row in 0..<rows.count {
                 guard let key = rows.text(row, 0).flatMap(Int64.init), let ord = rows.text(row, 1).flatMap(Int.init)
                 else { continue }
-                if found[ord - 1] == nil { found[ord - 1] = permanent(table.name, key) }
+                if found[owner][ord - 1] == nil { found[owner][ord - 1] = permanent(table.name, key) }
             }
         }
         return found
     }
 
-    private func deleteRows(_ identifiers: [PersistentIdentifier]) throws {
+    private mutating func deleteRows(_ identifiers: [PersistentIdentifier]) throws {
         let byEntity = Dictionary(grouping: identifiers.filter { $0.storeIdentifier == storeID }, by: \.entityName)
         for (name, ids) in byEntity.sorted(by: { $0.key < $1.key }) {
             let keys = ids.compactMap(\.primaryKey).map { String($0) }
-            try connection.execute(
-                "DELETE FROM \(quote(name)) WHERE \"pk\" = ANY($1::bigint[])", [PostgresValues.arrayLiteral(keys)])
+            writes.append(
+                ("DELETE FROM \(quote(name)) WHERE \"pk\" = ANY($1::bigint[])", [PostgresValues.arrayLiteral(keys)]))
         }
     }
 
@@ -215,7 +249,7 @@ struct PostgresSave {
         return "unnest(\(parameters.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", ")))"
     }
 
-    private func insertRows(_ snapshots: [DefaultSnapshot]) throws {
+    private mutating func insertRows(_ snapshots: [DefaultSnapshot]) throws {
         let byEntity = Dictionary(grouping: snapshots, by: \.persistentIdentifier.entityName)
         for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
             let table = try store.table(name)
@@ -223,14 +257,15 @@ struct PostgresSave {
             let source = spread(table, try columnArrays(table, rows), into: &statement)
             let names = ["\"pk\""] + table.columns.map { quote($0.name) }
             let values = ["u.c0"] + table.columns.enumerated().map { Self.fromArray("u.c\($0 + 1)", $1.kind) }
-            try connection.execute(
-                "INSERT INTO \(quote(name)) (\(names.joined(separator: ", "))) "
-                    + "SELECT \(values.joined(separator: ", ")) FROM \(source)",
-                statement.parameters)
+            writes.append(
+                (
+                    "INSERT INTO \(quote(name)) (\(names.joined(separator: ", "))) "
+                        + "SELECT \(values.joined(separator: ", ")) FROM \(source)", statement.parameters
+                ))
         }
     }
 
-    private func updateRows(_ snapshots: [DefaultSnapshot]) throws {
+    private mutating func updateRows(_ snapshots: [DefaultSnapshot]) throws {
         let byEntity = Dictionary(grouping: snapshots.filter { $0.persistentIdentifier.storeIdentifier == storeID }) {
             $0.persistentIdentifier.entityName
         }
@@ -242,16 +277,17 @@ struct PostgresSave {
             let assignments = table.columns.enumerated().map { i, column in
                 "\(quote(column.name)) = \(Self.fromArray("u.c\(i + 1)", column.kind))"
             }
-            try connection.execute(
-                "UPDATE \(quote(name)) AS t SET \(assignments.joined(separator: ", ")) FROM \(source) "
-                    + "WHERE t.\"pk\" = u.c0",
-                statement.parameters)
+            writes.append(
+                (
+                    "UPDATE \(quote(name)) AS t SET \(assignments.joined(separator: ", ")) FROM \(source) "
+                        + "WHERE t.\"pk\" = u.c0", statement.parameters
+                ))
         }
     }
 
     /// Writes the to-many relationships of `snapshots`: their rows in each join table, in
     /// the relationship's order (after removing the old ones, when `replacing`).
-    private func writeJoinTables(_ snapshots: [DefaultSnapshot], replacing: Bool) throws {
+    private mutating func writeJoinTables(_ snapshots: [DefaultSnapshot], replacing: Bool) throws {
         let byEntity = Dictionary(grouping: snapshots.filter { $0.persistentIdentifier.storeIdentifier == storeID }) {
             $0.persistentIdentifier.entityName
         }
@@ -277,18 +313,22 @@ struct PostgresSave {
                 }
                 if replacing {
                     let keys = rows.compactMap(\.persistentIdentifier.primaryKey).map { String($0) }
-                    try connection.execute(
-                        "DELETE FROM \(quote(relationship.table)) WHERE \"owner\" = ANY($1::bigint[])",
-                        [PostgresValues.arrayLiteral(keys)])
+                    writes.append(
+                        (
+                            "DELETE FROM \(quote(relationship.table)) WHERE \"owner\" = ANY($1::bigint[])",
+                            [PostgresValues.arrayLiteral(keys)]
+                        ))
                 }
                 guard !owners.isEmpty else { continue }
-                try connection.execute(
-                    "INSERT INTO \(quote(relationship.table)) (\"owner\", \"position\", \"target\") "
-                        + "SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[])",
-                    [
-                        PostgresValues.arrayLiteral(owners), PostgresValues.arrayLiteral(positions),
-                        PostgresValues.arrayLiteral(targets),
-                    ])
+                writes.append(
+                    (
+                        "INSERT INTO \(quote(relationship.table)) (\"owner\", \"position\", \"target\") "
+                            + "SELECT * FROM unnest($1::bigint[], $2::integer[], $3::bigint[])",
+                        [
+                            PostgresValues.arrayLiteral(owners), PostgresValues.arrayLiteral(positions),
+                            PostgresValues.arrayLiteral(targets),
+                        ]
+                    ))
             }
         }
     }

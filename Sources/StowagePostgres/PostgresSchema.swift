@@ -218,20 +218,23 @@ struct PostgresEntityTable: Sendable {
     }
 
     /// `#Index` groups as B-tree indexes (a group that is also a uniqueness constraint
-    /// already has the constraint's index).
+    /// already has the constraint's index). An optional column's entries keep `NULL` first,
+    /// the order of a sort on it (``PostgresQueryPlan``), so that the index serves the sort.
     var createIndexes: [String] {
         indices.filter { !uniqueness.contains($0) }.compactMap { group in
-            guard group.allSatisfy({ column(named: $0) != nil }) else { return nil }
+            let columns = group.compactMap { column(named: $0) }
+            guard columns.count == group.count else { return nil }
             let indexName = String("ix_\(name)_\(group.joined(separator: "_"))".prefix(63))
-            return "CREATE INDEX IF NOT EXISTS \(quote(indexName)) ON \(quote(name)) "
-                + "(\(group.map(quote).joined(separator: ", ")))"
+            let keys = columns.map { quote($0.name) + ($0.isOptional ? " ASC NULLS FIRST" : "") }
+            return "CREATE INDEX IF NOT EXISTS \(quote(indexName)) ON \(quote(name)) (\(keys.joined(separator: ", ")))"
         }
     }
 }
 
 /// `name` as a quoted SQL identifier.
 func quote(_ name: String) -> String {
-    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    guard name.utf8.contains(UInt8(ascii: "\"")) else { return "\"" + name + "\"" }
+    return "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
 }
 
 /// The schema as `stowage_metadata` records it (JSON of Stowage's stored-schema

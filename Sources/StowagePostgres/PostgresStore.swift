@@ -42,6 +42,10 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     public let schema: Schema
     let tables: PostgresTables
     private let pool = Mutex<[PostgresConnection]>([])
+    /// Primary keys taken from the `stowage_pk` sequence and not used yet, in order.
+    private let spareKeys = Mutex<[Int64]>([])
+    /// How many keys a save takes from the sequence at least: most saves then take none.
+    static let keyBlock = 256
 
     /// A key for `pg_advisory_xact_lock` while the tables are made ("stowage").
     private static let creationLock: Int64 = 0x73_74_6f_77_61_67_65
@@ -145,6 +149,35 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             return DataStoreError(.ioFailure, "the connection to PostgreSQL failed during \(what): \(error)")
         }
         return DataStoreError(.ioFailure, "PostgreSQL refused \(what): \(error)")
+    }
+
+    /// `count` new primary keys, in increasing order: from the ones this store took from
+    /// the `stowage_pk` sequence before, and when they run out, a block of at least
+    /// ``keyBlock`` more (one statement). Keys another process takes meanwhile are other
+    /// numbers; a failed save's keys are not used again.
+    func keys(_ count: Int, on connection: PostgresConnection) throws -> [Int64] {
+        guard count > 0 else { return [] }
+        if let taken = spareKeys.withLock({ spare -> [Int64]? in
+            guard spare.count >= count else { return nil }
+            defer { spare.removeFirst(count) }
+            return Array(spare.prefix(count))
+        }) {
+            return taken
+        }
+        let rows = try connection.execute(
+            "SELECT nextval('stowage_pk') FROM generate_series(1, $1::integer)", [String(max(count, Self.keyBlock))])
+        let fresh = (0..<rows.count).compactMap { rows.text($0, 0).flatMap(Int64.init) }
+        guard fresh.count >= count else {
+            throw DataStoreError(.ioFailure, "the stowage_pk sequence gave too few keys")
+        }
+        // The spare keys are smaller than the fresh ones: they go first, and the fresh
+        // ones left over become the spares.
+        return spareKeys.withLock { spare in
+            let fromSpare = min(count, spare.count)
+            let taken = Array(spare.prefix(fromSpare) + fresh.prefix(count - fromSpare))
+            spare = Array(spare.dropFirst(fromSpare) + fresh.dropFirst(count - fromSpare))
+            return taken
+        }
     }
 
     func table(_ name: String) throws -> PostgresEntityTable {
@@ -317,7 +350,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             attempt += 1
             do {
                 return try withConnection { connection in
-                    try PostgresSave(store: self, request: request, connection: connection).run()
+                    var save = PostgresSave(store: self, request: request, connection: connection)
+                    return try save.run()
                 }
             } catch let raced as PostgresSave.Raced {
                 if attempt < 3 { continue }

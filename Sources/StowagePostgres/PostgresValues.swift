@@ -190,9 +190,13 @@ enum PostgresValues {
                 continue
             }
             out += "\""
-            for scalar in element.unicodeScalars {
-                if scalar == "\"" || scalar == "\\" { out += "\\" }
-                out.unicodeScalars.append(scalar)
+            if element.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+                for scalar in element.unicodeScalars {
+                    if scalar == "\"" || scalar == "\\" { out += "\\" }
+                    out.unicodeScalars.append(scalar)
+                }
+            } else {
+                out += element
             }
             out += "\""
         }
