@@ -52,6 +52,8 @@ package final class PostgresConnection: @unchecked Sendable {
     /// only in their parameters, so each shape is parsed and planned once per connection
     /// rather than on every call.
     private var prepared: [String: String] = [:]
+    /// The number in the next prepared statement's name (`s0`, `s1`, …), never reused.
+    private var nextStatement = 0
     /// The most statements kept prepared; past it, statements run unprepared.
     static let preparedLimit = 512
 
@@ -63,7 +65,8 @@ package final class PostgresConnection: @unchecked Sendable {
         guard let handle else { throw PostgresError(state: "08003", message: "the connection is closed") }
         var name = prepared[sql]
         if name == nil, prepared.count < Self.preparedLimit {
-            let fresh = "s\(prepared.count)"
+            let fresh = "s\(nextStatement)"
+            nextStatement += 1
             _ = try check(PQprepare(handle, fresh, sql, Int32(parameters.count), nil), handle)
             prepared[sql] = fresh
             name = fresh
@@ -92,18 +95,20 @@ package final class PostgresConnection: @unchecked Sendable {
                 state: "", message: "libpq cannot enter pipeline mode: " + Self.message(PQerrorMessage(handle)))
         }
         defer { PQexitPipelineMode(handle) }
-        // What each result that comes back answers: a prepare, or statement i.
+        // What each result that comes back answers: the prepare of a statement's text
+        // (`prepares`), or statement i.
         var answers: [Int?] = []
-        var newlyPrepared: [String] = []
+        var prepares: [String] = []
         for (i, statement) in statements.enumerated() {
             var name = prepared[statement.sql]
             if name == nil, prepared.count < Self.preparedLimit {
-                let fresh = "s\(prepared.count)"
+                let fresh = "s\(nextStatement)"
+                nextStatement += 1
                 guard PQsendPrepare(handle, fresh, statement.sql, Int32(statement.parameters.count), nil) == 1 else {
                     return try abandonPipeline(handle)
                 }
                 prepared[statement.sql] = fresh
-                newlyPrepared.append(statement.sql)
+                prepares.append(statement.sql)
                 answers.append(nil)
                 name = fresh
             }
@@ -119,21 +124,25 @@ package final class PostgresConnection: @unchecked Sendable {
         guard PQpipelineSync(handle) == 1 else { return try abandonPipeline(handle) }
         var results: [PostgresRows] = []
         var failure: PostgresError?
+        var prepareIndex = 0
         for answer in answers {
+            let prepare = answer == nil ? prepares[prepareIndex] : nil
+            if answer == nil { prepareIndex += 1 }
             // Each command's results end with a null result.
             var rows: PostgresRows?
             while let result = PQgetResult(handle) {
                 let status = PQresultStatus(result)
                 if status == PGRES_PIPELINE_ABORTED {
+                    // Not run: a prepare that did not run left no statement behind.
+                    if let prepare { prepared[prepare] = nil }
                     PQclear(result)
                     continue
                 }
                 if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
                     if answer != nil { rows = PostgresRows(result) } else { PQclear(result) }
-                } else if failure == nil {
-                    failure = error(of: result, handle)
                 } else {
-                    PQclear(result)
+                    if let prepare { prepared[prepare] = nil }
+                    if failure == nil { failure = error(of: result, handle) } else { PQclear(result) }
                 }
             }
             if let rows { results.append(rows) }
@@ -144,11 +153,7 @@ package final class PostgresConnection: @unchecked Sendable {
             PQclear(result)
             if status == PGRES_PIPELINE_SYNC { break }
         }
-        if let failure {
-            // A statement whose prepare failed must not stay listed as prepared.
-            for sql in newlyPrepared { prepared[sql] = nil }
-            throw failure
-        }
+        if let failure { throw failure }
         return results
     }
 
@@ -228,6 +233,13 @@ package final class PostgresRows {
     package func text(_ row: Int, _ column: Int) -> String? {
         guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
         return String(cString: value)
+    }
+
+    /// The value at (`row`, `column`) as the server sent it: NUL-terminated text, or `nil`
+    /// for `NULL`. Valid while the rows are.
+    package func pointer(_ row: Int, _ column: Int) -> UnsafePointer<CChar>? {
+        guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        return UnsafePointer(value)
     }
 
     /// The value's bytes as the server sent them (text form), without making a string.

@@ -63,6 +63,8 @@ struct PostgresSave {
         /// Stored rows an insert met on a uniqueness constraint, with the inserted values.
         var upserts: [PersistentIdentifier: DefaultSnapshot] = [:]
         var upsertOrder: [PersistentIdentifier] = []
+        /// New rows whose values a later insert with the same unique values replaced.
+        var merged: Set<PersistentIdentifier> = []
 
         let insertsByEntity = Dictionary(grouping: request.inserted.indices) {
             request.inserted[$0].persistentIdentifier.entityName
@@ -87,6 +89,7 @@ struct PostgresSave {
                     remapped[snapshot.persistentIdentifier] = target
                     if newRows[target] != nil {
                         newRows[target] = snapshot
+                        merged.insert(target)
                     } else {
                         if upserts[target] == nil { upsertOrder.append(target) }
                         upserts[target] = snapshot
@@ -120,7 +123,7 @@ struct PostgresSave {
         var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         for snapshot in upserted { reregister[snapshot.persistentIdentifier] = snapshot }
         // An earlier insert whose values a later one with the same unique values replaced.
-        for snapshot in inserted where remapped.values.filter({ $0 == snapshot.persistentIdentifier }).count > 1 {
+        for snapshot in inserted where merged.contains(snapshot.persistentIdentifier) {
             reregister[snapshot.persistentIdentifier] = snapshot
         }
         return DataStoreSaveChangesResult(
@@ -196,6 +199,8 @@ struct PostgresSave {
         }
         var found = [[Int: PersistentIdentifier]](repeating: [:], count: entities.count)
         guard !queries.isEmpty else { return found }
+        // A row the save deletes frees its values for the save's inserts.
+        let deleted = Set(request.deleted.map(\.persistentIdentifier))
         let results = try connection.pipeline([("BEGIN", [])] + queries).dropFirst()
         begun = true
         for (owner, rows) in zip(owners, results) {
@@ -203,7 +208,8 @@ struct PostgresSave {
             for row in 0..<rows.count {
                 guard let key = rows.text(row, 0).flatMap(Int64.init), let ord = rows.text(row, 1).flatMap(Int.init)
                 else { continue }
-                if found[owner][ord - 1] == nil { found[owner][ord - 1] = permanent(table.name, key) }
+                let id = permanent(table.name, key)
+                if found[owner][ord - 1] == nil, !deleted.contains(id) { found[owner][ord - 1] = id }
             }
         }
         return found

@@ -229,7 +229,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             }
             var record = [SnapshotValue](repeating: .null, count: table.propertyCount)
             for (i, column) in table.columns.enumerated() {
-                record[column.index] = try PostgresValues.value(result.text(row, i + 1), column.kind, store: identifier)
+                record[column.index] = try PostgresValues.value(result, row, i + 1, column.kind, store: identifier)
             }
             for relationship in table.toMany { record[relationship.index] = .array([]) }
             keys.append(key)

@@ -1,3 +1,4 @@
+import CLibPQ
 import Foundation
 import Stowage
 
@@ -51,7 +52,7 @@ enum PostgresValues {
         case (.double, .int(let v)), (.real, .int(let v)): return String(v)
         case (.boolean, .bool(let b)): return b ? "t" : "f"
         case (.timestamp, .date(let d)): return double(d.timeIntervalSince1970)
-        case (.uuid, .uuid(let u)): return u.uuidString
+        case (.uuid, .uuid(let u)): return uuidText(u)
         case (.bytea, .data(let d)): return hex(d)
         case (.numeric, .decimal(let d)): return d.isNaN ? "NaN" : d.description
         case (.numeric, .int(let v)): return String(v)
@@ -119,6 +120,89 @@ enum PostgresValues {
         case .reference(let destination):
             guard let key = Int64(text) else { throw bad() }
             return .identifier(.permanent(entityName: destination, storeIdentifier: store, primaryKey: key))
+        }
+    }
+
+    /// The value at (`row`, `column`) of `rows`, a column of `kind`: numbers, flags and
+    /// identifiers read straight from the server's text, the rest through ``value(_:_:store:)``.
+    static func value(_ rows: PostgresRows, _ row: Int, _ column: Int, _ kind: PostgresColumnKind, store: String)
+        throws -> SnapshotValue
+    {
+        guard let text = rows.pointer(row, column) else { return .null }
+        switch kind {
+        case .bigint, .integer, .smallint, .reference:
+            var end: UnsafeMutablePointer<CChar>?
+            let v = strtoll(text, &end, 10)
+            guard let end, end.pointee == 0, end != UnsafeMutablePointer(mutating: text) else { break }
+            if case .reference(let destination) = kind {
+                return .identifier(.permanent(entityName: destination, storeIdentifier: store, primaryKey: Int64(v)))
+            }
+            return .int(Int64(v))
+        case .double, .real, .timestamp:
+            var end: UnsafeMutablePointer<CChar>?
+            let v = stowage_strtod_c(text, &end)
+            guard let end, end.pointee == 0, end != UnsafeMutablePointer(mutating: text) else { break }
+            return kind == .timestamp ? .date(Date(timeIntervalSince1970: v)) : .double(v)
+        case .boolean:
+            return .bool(text.pointee == CChar(UInt8(ascii: "t")))
+        case .uuid:
+            if let uuid = uuid(text) { return .uuid(uuid) }
+        default:
+            break
+        }
+        return try value(String(cString: text), kind, store: store)
+    }
+
+    /// A UUID in PostgreSQL's text form (`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lower case),
+    /// without the `sscanf` that `UUID(uuidString:)` runs.
+    static func uuid(_ text: UnsafePointer<CChar>) -> UUID? {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        var i = 0
+        var position = 0
+        func nibble(_ c: CChar) -> UInt8? {
+            let c = UInt8(bitPattern: c)
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        while i < 16 {
+            if position == 8 || position == 13 || position == 18 || position == 23 {
+                guard text[position] == CChar(UInt8(ascii: "-")) else { return nil }
+                position += 1
+            }
+            guard let high = nibble(text[position]), let low = nibble(text[position + 1]) else { return nil }
+            bytes[i] = high << 4 | low
+            i += 1
+            position += 2
+        }
+        guard text[position] == 0 else { return nil }
+        return UUID(
+            uuid: (
+                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
+                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
+            ))
+    }
+
+    /// `uuid` in lower-case text form, without the `snprintf` of `uuidString`.
+    static func uuidText(_ uuid: UUID) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        return withUnsafeBytes(of: uuid.uuid) { bytes in
+            String(unsafeUninitializedCapacity: 36) { out in
+                var position = 0
+                for (i, byte) in bytes.enumerated() {
+                    if i == 4 || i == 6 || i == 8 || i == 10 {
+                        out[position] = UInt8(ascii: "-")
+                        position += 1
+                    }
+                    out[position] = digits[Int(byte >> 4)]
+                    out[position + 1] = digits[Int(byte & 15)]
+                    position += 2
+                }
+                return position
+            }
         }
     }
 
