@@ -31,9 +31,7 @@ struct PostgresSave {
 
     mutating func run() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
         do {
-            let result = try write()
-            try connection.pipeline((begun ? [] : [("BEGIN", [])]) + writes + [("COMMIT", [])])
-            return result
+            return try write()
         } catch let error as PostgresError {
             try? connection.run("ROLLBACK")
             if error.isUniqueViolation, !request.inserted.isEmpty { throw Raced(error: error) }
@@ -70,8 +68,15 @@ struct PostgresSave {
             request.inserted[$0].persistentIdentifier.entityName
         }
         let entities = insertsByEntity.sorted(by: { $0.key < $1.key })
+        let referenced = Self.temporaryReferences(request)
+        let upsertingInSQL = Set(
+            try entities.filter { name, indices in
+                try upsertsInSQL(try store.table(name), indices.map { request.inserted[$0] }, referenced: referenced)
+            }.map(\.key))
         let stored = try storedMatches(
-            entities.map { (try store.table($0.key), $0.value.map { request.inserted[$0] }) })
+            entities.map { name, indices in
+                (try store.table(name), upsertingInSQL.contains(name) ? [] : indices.map { request.inserted[$0] })
+            })
         for (number, (name, indices)) in entities.enumerated() {
             let table = try store.table(name)
             let stored = stored[number]
@@ -116,9 +121,11 @@ struct PostgresSave {
 
         try deleteRows(request.deleted.map(\.persistentIdentifier))
         try updateRows(updated)
-        try insertRows(inserted)
+        let returning = try insertRows(inserted, upsertingInSQL: upsertingInSQL)
         try writeJoinTables(inserted, replacing: false)
         try writeJoinTables(updated, replacing: true)
+        let first = begun ? 0 : 1
+        let results = try connection.pipeline((begun ? [] : [("BEGIN", [])]) + writes + [("COMMIT", [])])
 
         var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         for snapshot in upserted { reregister[snapshot.persistentIdentifier] = snapshot }
@@ -126,8 +133,56 @@ struct PostgresSave {
         for snapshot in inserted where merged.contains(snapshot.persistentIdentifier) {
             reregister[snapshot.persistentIdentifier] = snapshot
         }
+        // Inserts the server turned into updates of stored rows (`ON CONFLICT`): the row
+        // that answered is the stored one, under its own key.
+        for insert in returning where first + insert.statement < results.count {
+            let rows = results[first + insert.statement]
+            var answered: [String: Int64] = [:]
+            for row in 0..<rows.count {
+                guard let key = rows.text(row, 0).flatMap(Int64.init), let value = rows.text(row, 1) else { continue }
+                answered[value] = key
+            }
+            for (id, value) in insert.values {
+                guard let key = answered[value], key != id.primaryKey, let snapshot = newRows[id] else { continue }
+                let stored = permanent(id.entityName, key)
+                for (temporary, target) in remapped where target == id { remapped[temporary] = stored }
+                reregister[stored] = snapshot.copy(persistentIdentifier: stored, remappedIdentifiers: remapped)
+            }
+        }
         return DataStoreSaveChangesResult(
             for: storeID, remappedIdentifiers: remapped, snapshotsToReregister: reregister)
+    }
+
+    /// Whether `inserts` (of `table`) can meet stored rows in the `INSERT` itself, as
+    /// `ON CONFLICT … DO UPDATE`, saving the round trip of a look-up first: when the entity
+    /// has one uniqueness constraint, on one column whose text the server gives back as it
+    /// was sent, no to-many relationship to carry over, the save upserts, and nothing in
+    /// the save refers to these inserts (the key a row gets is known only once it is in).
+    private func upsertsInSQL(
+        _ table: PostgresEntityTable, _ inserts: [DefaultSnapshot], referenced: Set<PersistentIdentifier>
+    ) throws -> Bool {
+        guard request.uniquenessPolicy == .upsert, table.toMany.isEmpty, table.uniqueness.count == 1,
+            table.uniqueness[0].count == 1, let column = table.column(named: table.uniqueness[0][0]),
+            !column.isOptional, [.text, .uuid, .bigint, .integer, .smallint].contains(column.kind)
+        else { return false }
+        return !inserts.contains { referenced.contains($0.persistentIdentifier) }
+    }
+
+    /// The temporary identifiers the request's snapshots refer to in their values.
+    static func temporaryReferences(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>)
+        -> Set<PersistentIdentifier>
+    {
+        var found: Set<PersistentIdentifier> = []
+        func visit(_ value: SnapshotValue) {
+            switch value {
+            case .identifier(let id) where id.isTemporary: found.insert(id)
+            case .array(let items): items.forEach(visit)
+            case .object(let fields): fields.values.forEach(visit)
+            default: break
+            }
+        }
+        for snapshot in request.inserted + request.updated { snapshot.values.forEach(visit) }
+        return found
     }
 
     /// The parameter texts of each of `snapshot`'s uniqueness constraints that it fills
@@ -155,7 +210,7 @@ struct PostgresSave {
     {
         var queries: [(sql: String, parameters: [String?])] = []
         var owners: [Int] = []
-        for (number, (table, inserts)) in entities.enumerated() {
+        for (number, (table, inserts)) in entities.enumerated() where !inserts.isEmpty {
             for constraint in table.uniqueness {
                 let columns = constraint.compactMap { table.column(named: $0) }
                 guard columns.count == constraint.count, !columns.isEmpty else { continue }
@@ -255,20 +310,45 @@ struct PostgresSave {
         return "unnest(\(parameters.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", ")))"
     }
 
-    private mutating func insertRows(_ snapshots: [DefaultSnapshot]) throws {
+    /// An `INSERT` whose rows meet stored ones in the statement, and what to read back:
+    /// the statement's position among the writes, and each new row's unique value as text.
+    struct Returning {
+        let statement: Int
+        let values: [(PersistentIdentifier, String)]
+    }
+
+    private mutating func insertRows(_ snapshots: [DefaultSnapshot], upsertingInSQL: Set<String>) throws
+        -> [Returning]
+    {
+        var returning: [Returning] = []
         let byEntity = Dictionary(grouping: snapshots, by: \.persistentIdentifier.entityName)
         for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
             let table = try store.table(name)
             var statement = PostgresStatement()
-            let source = spread(table, try columnArrays(table, rows), into: &statement)
+            let arrays = try columnArrays(table, rows)
+            let source = spread(table, arrays, into: &statement)
             let names = ["\"pk\""] + table.columns.map { quote($0.name) }
             let values = ["u.c0"] + table.columns.enumerated().map { Self.fromArray("u.c\($0 + 1)", $1.kind) }
-            writes.append(
-                (
-                    "INSERT INTO \(quote(name)) (\(names.joined(separator: ", "))) "
-                        + "SELECT \(values.joined(separator: ", ")) FROM \(source)", statement.parameters
-                ))
+            var sql =
+                "INSERT INTO \(quote(name)) (\(names.joined(separator: ", "))) "
+                + "SELECT \(values.joined(separator: ", ")) FROM \(source)"
+            if upsertingInSQL.contains(name), let unique = table.uniqueness.first?.first,
+                let position = table.columns.firstIndex(where: { $0.name == unique })
+            {
+                let assignments = table.columns.map { "\(quote($0.name)) = EXCLUDED.\(quote($0.name))" }
+                sql +=
+                    " ON CONFLICT (\(quote(unique))) DO UPDATE SET \(assignments.joined(separator: ", ")) "
+                    + "RETURNING \"pk\", \(quote(unique))::text"
+                let texts = arrays[position + 1]
+                returning.append(
+                    Returning(
+                        statement: writes.count,
+                        values: zip(rows, texts).compactMap { row, text in text.map { (row.persistentIdentifier, $0) } }
+                    ))
+            }
+            writes.append((sql, statement.parameters))
         }
+        return returning
     }
 
     private mutating func updateRows(_ snapshots: [DefaultSnapshot]) throws {

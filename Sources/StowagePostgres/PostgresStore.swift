@@ -47,6 +47,9 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// How many keys a save takes from the sequence at least: most saves then take none.
     static let keyBlock = 256
 
+    /// The version of `Formats/postgres.md` the tables follow.
+    static let layout = "1"
+
     /// A key for `pg_advisory_xact_lock` while the tables are made ("stowage").
     private static let creationLock: Int64 = 0x73_74_6f_77_61_67_65
 
@@ -73,13 +76,19 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             try connection.run(
                 "CREATE TABLE IF NOT EXISTS stowage_metadata (\"key\" text PRIMARY KEY, \"value\" text NOT NULL)")
             let rows = try connection.execute(
-                "SELECT \"key\", \"value\" FROM stowage_metadata WHERE \"key\" IN ('identifier', 'schema')")
+                "SELECT \"key\", \"value\" FROM stowage_metadata WHERE \"key\" IN ('identifier', 'schema', 'layout')")
             var stored: [String: String] = [:]
             for row in 0..<rows.count {
                 if let key = rows.text(row, 0) { stored[key] = rows.text(row, 1) }
             }
             let live = PostgresSchemaRecord(schema)
             let identifier: String
+            if let layout = stored["layout"], layout != Self.layout {
+                throw DataStoreError(
+                    .wrongFormat,
+                    "the PostgreSQL database's tables are of layout \(layout), this Stowage reads layout \(Self.layout) "
+                        + "(Formats/postgres.md)")
+            }
             if let existing = stored["identifier"], let text = stored["schema"] {
                 guard let recorded = PostgresSchemaRecord(json: text) else {
                     throw DataStoreError(
@@ -93,11 +102,25 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                 }
                 identifier = existing
             } else {
+                // Tables of these names that Stowage did not make (no metadata says so) are
+                // another program's: refuse them rather than write rows they do not fit.
+                let names = tables.entities.keys.sorted()
+                let existing = try connection.execute(
+                    "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p', 'v') "
+                        + "AND relnamespace = current_schema()::regnamespace AND relname = ANY($1::text[])",
+                    [PostgresValues.arrayLiteral(names)])
+                if let foreign = existing.text(0, 0) {
+                    throw DataStoreError(
+                        .wrongFormat,
+                        "the PostgreSQL database has a table \"\(foreign)\" that Stowage did not make "
+                            + "(no stowage_metadata); open another database or schema")
+                }
                 for statement in tables.creationScript { try connection.run(statement) }
                 identifier = "postgres-" + UUID().uuidString.lowercased()
                 try connection.execute(
-                    "INSERT INTO stowage_metadata (\"key\", \"value\") VALUES ('identifier', $1), ('schema', $2)",
-                    [identifier, live.json])
+                    "INSERT INTO stowage_metadata (\"key\", \"value\") VALUES ('identifier', $1), ('schema', $2), "
+                        + "('layout', $3)",
+                    [identifier, live.json, Self.layout])
             }
             try connection.run("COMMIT")
             return identifier

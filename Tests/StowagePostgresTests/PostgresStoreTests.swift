@@ -89,6 +89,28 @@ struct PostgresStoreTests {
         #expect(error?.code == .schemaMismatch)
     }
 
+    /// A database that holds tables Stowage did not make, or tables of a later layout, is
+    /// refused with `.wrongFormat` and left as it was.
+    @Test func anotherProgramsTablesOrALaterLayoutAreRefused() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let foreign = try cluster.freshDatabase()
+        let connection = try PostgresConnection(foreign, connectTimeout: 5)
+        try connection.run("CREATE TABLE \"Trip\" (id serial PRIMARY KEY, title text)")
+        let error = #expect(throws: DataStoreError.self) { try Self.container(foreign) }
+        #expect(error?.code == .wrongFormat)
+        #expect(error?.message.contains("\"Trip\" that Stowage did not make") == true, "\(String(describing: error))")
+        let left = try connection.execute("SELECT count(*) FROM pg_class WHERE relname = 'stowage_metadata'")
+        #expect(left.text(0, 0) == "0")
+
+        let later = try cluster.freshDatabase()
+        _ = try Self.container(later)
+        try PostgresConnection(later, connectTimeout: 5).run(
+            "UPDATE stowage_metadata SET \"value\" = '2' WHERE \"key\" = 'layout'")
+        let refused = #expect(throws: DataStoreError.self) { try Self.container(later) }
+        #expect(refused?.code == .wrongFormat)
+        #expect(refused?.message.contains("layout 2") == true, "\(String(describing: refused))")
+    }
+
     /// Strings full of quotes, backslashes, NULs and `$1`, as values and in predicates,
     /// come back exactly and find exactly their own rows.
     @Test func valuesThatLookLikeSQLRoundTripExactly() throws {
@@ -312,5 +334,67 @@ struct PostgresUniquenessTests {
         context.uniquenessPolicy = .fail
         try context.save()
         #expect(try ModelContext(container).fetch(FetchDescriptor<Person>()).map(\.name) == ["Fresh"])
+    }
+}
+
+/// A model whose one uniqueness constraint the server resolves in the `INSERT` itself
+/// (`ON CONFLICT … DO UPDATE`), without a look-up first.
+@Model
+final class Ticket {
+    @Attribute(.unique) var code: String
+    var title: String
+
+    init(code: String, title: String) {
+        self.code = code
+        self.title = title
+    }
+}
+
+@Suite("PostgresStore upserts in the INSERT")
+struct PostgresConflictUpsertTests {
+    static func container() throws -> ModelContainer? {
+        guard let cluster = try PostgresStoreTests.cluster() else { return nil }
+        return try PostgresStoreTests.container(try cluster.freshDatabase(), [Ticket.self])
+    }
+
+    /// The insert that meets a stored row takes the row's identifier, and a context that
+    /// holds the row's model sees the new values.
+    @Test func anInsertThatMeetsAStoredRowBecomesIt() throws {
+        guard let container = try Self.container() else { return }
+        let context = ModelContext(container)
+        let first = Ticket(code: "A-1", title: "first")
+        context.insert(first)
+        context.insert(Ticket(code: "B-2", title: "other"))
+        try context.save()
+        let again = Ticket(code: "A-1", title: "second")
+        context.insert(again)
+        context.insert(Ticket(code: "C-3", title: "new"))
+        try context.save()
+        #expect(again.persistentModelID == first.persistentModelID)
+        #expect(first.title == "second")
+        let stored = try ModelContext(container).fetch(FetchDescriptor<Ticket>(sortBy: [SortDescriptor(\.code)]))
+        #expect(stored.map(\.code) == ["A-1", "B-2", "C-3"])
+        #expect(stored.map(\.title) == ["second", "other", "new"])
+        #expect(stored.first?.persistentModelID == first.persistentModelID)
+
+        // From another context that holds nothing: the same.
+        let other = ModelContext(container)
+        let third = Ticket(code: "B-2", title: "third")
+        other.insert(third)
+        try other.save()
+        #expect(third.persistentModelID == stored[1].persistentModelID)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Ticket>()) == 3)
+    }
+
+    @Test func duplicatesInOneSaveBecomeOneRecord() throws {
+        guard let container = try Self.container() else { return }
+        let context = ModelContext(container)
+        let a = Ticket(code: "D", title: "a")
+        let b = Ticket(code: "D", title: "b")
+        context.insert(a)
+        context.insert(b)
+        try context.save()
+        #expect(a.persistentModelID == b.persistentModelID)
+        #expect(try ModelContext(container).fetch(FetchDescriptor<Ticket>()).map(\.title) == ["b"])
     }
 }
