@@ -252,7 +252,7 @@ struct PostgresPredicateTranslator {
             return nil
         }
         let bound = s.bind(text, column.kind)
-        let operation = flipped ? Self.flip(op) : op
+        let operation = flipped ? op.flipped : op
         switch operation {
         case .equal: return "\(name) = \(bound)"
         case .notEqual: return "(\(name) IS DISTINCT FROM \(bound))"
@@ -296,13 +296,4 @@ struct PostgresPredicateTranslator {
         }
     }
 
-    private static func flip(_ op: QueryExpression.ComparisonOperator) -> QueryExpression.ComparisonOperator {
-        switch op {
-        case .less: .greater
-        case .lessOrEqual: .greaterOrEqual
-        case .greater: .less
-        case .greaterOrEqual: .lessOrEqual
-        default: op
-        }
-    }
 }

@@ -161,9 +161,9 @@ struct PostgresSave {
     private func upsertsInSQL(
         _ table: PostgresEntityTable, _ inserts: [DefaultSnapshot], referenced: Set<PersistentIdentifier>
     ) throws -> Bool {
-        guard request.uniquenessPolicy == .upsert, table.toMany.isEmpty, table.uniqueness.count == 1,
-            table.uniqueness[0].count == 1, let column = table.column(named: table.uniqueness[0][0]),
-            !column.isOptional, [.text, .uuid, .bigint, .integer, .smallint].contains(column.kind)
+        guard request.uniquenessPolicy == .upsert, table.toMany.isEmpty, let upsert = table.upsertRows,
+            !table.columns[upsert.column].isOptional,
+            [.text, .uuid, .bigint, .integer, .smallint].contains(table.columns[upsert.column].kind)
         else { return false }
         return !inserts.contains { referenced.contains($0.persistentIdentifier) }
     }
@@ -226,7 +226,8 @@ struct PostgresSave {
                     // One column: `= ANY`, which the server answers from the constraint's
                     // index with a plan it keeps, where the join is planned on every call.
                     let column = columns[0]
-                    let list = statement.bind(PostgresValues.arrayLiteral(arrays[0]), as: Self.arrayType(column.kind))
+                    let list = statement.bind(
+                        PostgresValues.arrayLiteral(arrays[0]), as: PostgresEntityTable.arrayType(column.kind))
                     queries.append(
                         (
                             "SELECT \"pk\", array_position(\(list), \(quote(column.name))) FROM \(quote(table.name)) "
@@ -236,11 +237,12 @@ struct PostgresSave {
                     continue
                 }
                 let spread = columns.enumerated().map { i, column in
-                    statement.bind(PostgresValues.arrayLiteral(arrays[i]), as: Self.arrayType(column.kind))
+                    statement.bind(
+                        PostgresValues.arrayLiteral(arrays[i]), as: PostgresEntityTable.arrayType(column.kind))
                 }
                 let aliases = columns.indices.map { "c\($0)" }
                 let on = columns.enumerated().map { i, column in
-                    "t.\(quote(column.name)) = \(Self.fromArray("u.c\(i)", column.kind))"
+                    "t.\(quote(column.name)) = \(PostgresEntityTable.fromArray("u.c\(i)", column.kind))"
                 }
                 queries.append(
                     (
@@ -299,17 +301,6 @@ struct PostgresSave {
         return arrays
     }
 
-    private func spread(_ table: PostgresEntityTable, _ arrays: [[String?]], into statement: inout PostgresStatement)
-        -> String
-    {
-        let kinds = [PostgresColumnKind.bigint] + table.columns.map(\.kind)
-        let parameters = kinds.enumerated().map { i, kind in
-            statement.bind(PostgresValues.arrayLiteral(arrays[i]), as: Self.arrayType(kind))
-        }
-        let aliases = kinds.indices.map { "c\($0)" }
-        return "unnest(\(parameters.joined(separator: ", "))) AS u(\(aliases.joined(separator: ", ")))"
-    }
-
     /// An `INSERT` whose rows meet stored ones in the statement, and what to read back:
     /// the statement's position among the writes, and each new row's unique value as text.
     struct Returning {
@@ -324,29 +315,19 @@ struct PostgresSave {
         let byEntity = Dictionary(grouping: snapshots, by: \.persistentIdentifier.entityName)
         for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
             let table = try store.table(name)
-            var statement = PostgresStatement()
             let arrays = try columnArrays(table, rows)
-            let source = spread(table, arrays, into: &statement)
-            let names = ["\"pk\""] + table.columns.map { quote($0.name) }
-            let values = ["u.c0"] + table.columns.enumerated().map { Self.fromArray("u.c\($0 + 1)", $1.kind) }
-            var sql =
-                "INSERT INTO \(quote(name)) (\(names.joined(separator: ", "))) "
-                + "SELECT \(values.joined(separator: ", ")) FROM \(source)"
-            if upsertingInSQL.contains(name), let unique = table.uniqueness.first?.first,
-                let position = table.columns.firstIndex(where: { $0.name == unique })
-            {
-                let assignments = table.columns.map { "\(quote($0.name)) = EXCLUDED.\(quote($0.name))" }
-                sql +=
-                    " ON CONFLICT (\(quote(unique))) DO UPDATE SET \(assignments.joined(separator: ", ")) "
-                    + "RETURNING \"pk\", \(quote(unique))::text"
-                let texts = arrays[position + 1]
+            let parameters = arrays.map { PostgresValues.arrayLiteral($0) }
+            if upsertingInSQL.contains(name), let upsert = table.upsertRows {
                 returning.append(
                     Returning(
                         statement: writes.count,
-                        values: zip(rows, texts).compactMap { row, text in text.map { (row.persistentIdentifier, $0) } }
-                    ))
+                        values: zip(rows, arrays[upsert.column + 1]).compactMap { row, text in
+                            text.map { (row.persistentIdentifier, $0) }
+                        }))
+                writes.append((upsert.sql, parameters))
+            } else {
+                writes.append((table.insertRows, parameters))
             }
-            writes.append((sql, statement.parameters))
         }
         return returning
     }
@@ -358,16 +339,7 @@ struct PostgresSave {
         for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
             let table = try store.table(name)
             guard !table.columns.isEmpty else { continue }
-            var statement = PostgresStatement()
-            let source = spread(table, try columnArrays(table, rows), into: &statement)
-            let assignments = table.columns.enumerated().map { i, column in
-                "\(quote(column.name)) = \(Self.fromArray("u.c\(i + 1)", column.kind))"
-            }
-            writes.append(
-                (
-                    "UPDATE \(quote(name)) AS t SET \(assignments.joined(separator: ", ")) FROM \(source) "
-                        + "WHERE t.\"pk\" = u.c0", statement.parameters
-                ))
+            writes.append((table.updateRows, try columnArrays(table, rows).map { PostgresValues.arrayLiteral($0) }))
         }
     }
 
@@ -419,13 +391,4 @@ struct PostgresSave {
         }
     }
 
-    /// The array type a column's values travel in (dates as seconds since 1970).
-    static func arrayType(_ kind: PostgresColumnKind) -> String {
-        kind == .timestamp ? "double precision[]" : kind.castType + "[]"
-    }
-
-    /// The SQL that turns an element of ``arrayType(_:)`` into the column's value.
-    static func fromArray(_ element: String, _ kind: PostgresColumnKind) -> String {
-        kind == .timestamp ? "to_timestamp(\(element))" : element
-    }
 }

@@ -139,6 +139,14 @@ struct PostgresEntityTable: Sendable {
     let indices: [[String]]
     /// `"pk", "a", "b", …` as the selects read them (dates as seconds since 1970).
     let selectList: String
+    /// The statements that write rows, made once: their parameters are one array per
+    /// column (`pk` first), which `unnest` spreads into rows.
+    let insertRows: String
+    let updateRows: String
+    /// The insert that meets a stored row on the entity's one single-column uniqueness
+    /// constraint in the statement (`ON CONFLICT … DO UPDATE`, returning each row's key and
+    /// that column as text), and the column's position in ``columns``.
+    let upsertRows: (sql: String, column: Int)?
 
     init(_ entity: Schema.Entity) {
         name = entity.name
@@ -163,6 +171,42 @@ struct PostgresEntityTable: Sendable {
         uniqueness = entity.uniquenessConstraints
         indices = entity.indices
         selectList = (["\"pk\""] + columns.map { Self.selectExpression($0) }).joined(separator: ", ")
+        let kinds = [PostgresColumnKind.bigint] + columns.map(\.kind)
+        let source =
+            "unnest(\(kinds.enumerated().map { "$\($0 + 1)::\(Self.arrayType($1))" }.joined(separator: ", "))) "
+            + "AS u(\(kinds.indices.map { "c\($0)" }.joined(separator: ", ")))"
+        let values = columns.enumerated().map { Self.fromArray("u.c\($0 + 1)", $1.kind) }
+        let insert =
+            "INSERT INTO \(quote(name)) (\((["\"pk\""] + columns.map { quote($0.name) }).joined(separator: ", "))) "
+            + "SELECT \((["u.c0"] + values).joined(separator: ", ")) FROM \(source)"
+        insertRows = insert
+        updateRows =
+            "UPDATE \(quote(name)) AS t SET "
+            + zip(columns, values).map { "\(quote($0.name)) = \($1)" }.joined(separator: ", ")
+            + " FROM \(source) WHERE t.\"pk\" = u.c0"
+        let constraints = entity.uniquenessConstraints
+        if constraints.count == 1, constraints[0].count == 1,
+            let position = columns.firstIndex(where: { $0.name == constraints[0][0] })
+        {
+            let unique = quote(columns[position].name)
+            let assignments = columns.map { "\(quote($0.name)) = EXCLUDED.\(quote($0.name))" }
+            upsertRows = (
+                insert + " ON CONFLICT (\(unique)) DO UPDATE SET \(assignments.joined(separator: ", ")) "
+                    + "RETURNING \"pk\", \(unique)::text", position
+            )
+        } else {
+            upsertRows = nil
+        }
+    }
+
+    /// The array type a column's values travel in (dates as seconds since 1970).
+    static func arrayType(_ kind: PostgresColumnKind) -> String {
+        kind == .timestamp ? "double precision[]" : kind.castType + "[]"
+    }
+
+    /// The SQL that turns an element of ``arrayType(_:)`` into the column's value.
+    static func fromArray(_ element: String, _ kind: PostgresColumnKind) -> String {
+        kind == .timestamp ? "to_timestamp(\(element))" : element
     }
 
     static func selectExpression(_ column: Column) -> String {

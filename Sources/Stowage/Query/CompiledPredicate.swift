@@ -93,7 +93,7 @@ struct CompiledPredicate {
                 return comparison(op, index, c)
             }
             if let index = rootProperty(r, root), case .constant(let c) = l {
-                return comparison(QueryPlanner.flipped(op), index, c)
+                return comparison(op.flipped, index, c)
             }
         default:
             break

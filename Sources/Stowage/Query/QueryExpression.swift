@@ -14,6 +14,17 @@ public enum QueryExpression: Sendable, CustomStringConvertible {
         case lessOrEqual = "<="
         case greater = ">"
         case greaterOrEqual = ">="
+
+        /// The operator with its operands swapped: `a < b` is `b > a`.
+        package var flipped: ComparisonOperator {
+            switch self {
+            case .less: .greater
+            case .lessOrEqual: .greaterOrEqual
+            case .greater: .less
+            case .greaterOrEqual: .lessOrEqual
+            default: self
+            }
+        }
     }
     /// Arithmetic operators.
     public enum ArithmeticOperator: String, Sendable {

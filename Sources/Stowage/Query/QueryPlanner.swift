@@ -375,7 +375,7 @@ struct QueryPlanner {
             if column == nil {
                 column = self.column(r)
                 value = l
-                operation = Self.flipped(op)
+                operation = op.flipped
             }
             guard let column, case .constant(let constant) = value else { return nil }
             switch operation {
@@ -414,13 +414,4 @@ struct QueryPlanner {
         return nil
     }
 
-    static func flipped(_ op: QueryExpression.ComparisonOperator) -> QueryExpression.ComparisonOperator {
-        switch op {
-        case .less: .greater
-        case .lessOrEqual: .greaterOrEqual
-        case .greater: .less
-        case .greaterOrEqual: .lessOrEqual
-        default: op
-        }
-    }
 }
