@@ -190,6 +190,7 @@ extension Report {
         stores.map { store in
             "- **\(store.rawValue)** (\(store.durability)) faces **\(store.peer.title)**"
                 + (store.peer.persists ? "" : " (nothing persisted, no reopen phase on either side)")
+                + (comparisons.first { $0.store == store }.map { "; \($0.peerSettings)" } ?? "")
         }
     }
 
@@ -226,7 +227,8 @@ extension Report {
                 + "files (Stowage) and the database plus WAL after a truncating checkpoint (SQLite), after every "
                 + "phase.")
         out.append("")
-        out.append("The SQLite peers (WAL mode unless in memory, prepared statements, rows read into Swift structs):")
+        out.append(
+            "The peers (SQLite in WAL mode unless in memory; prepared statements, rows read into Swift structs):")
         out.append("")
         out.append(contentsOf: peerLines)
         out.append("")
