@@ -214,12 +214,10 @@ package final class PostgresConnection: @unchecked Sendable {
 package final class PostgresRows {
     private let result: OpaquePointer
     package let count: Int
-    package let columns: Int
 
     init(_ result: OpaquePointer) {
         self.result = result
         self.count = Int(PQntuples(result))
-        self.columns = Int(PQnfields(result))
     }
 
     deinit { PQclear(result) }
@@ -242,13 +240,6 @@ package final class PostgresRows {
         return UnsafePointer(value)
     }
 
-    /// The value's bytes as the server sent them (text form), without making a string.
-    package func withBytes<R>(_ row: Int, _ column: Int, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
-        guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
-        let length = Int(PQgetlength(result, Int32(row), Int32(column)))
-        return try body(UnsafeRawBufferPointer(start: value, count: length))
-    }
-
     /// The number of rows the statement changed (`INSERT`, `UPDATE`, `DELETE`).
     package var changed: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 }
@@ -262,8 +253,6 @@ package struct PostgresError: Error, CustomStringConvertible {
     package var description: String { state.isEmpty ? message : "\(message) (SQLSTATE \(state))" }
     /// A unique constraint or exclusion violation.
     var isUniqueViolation: Bool { state == "23505" }
-    /// A serialization failure or deadlock: the transaction may succeed when run again.
-    var isRetryable: Bool { state == "40001" || state == "40P01" }
     /// The connection failed (class 08), or libpq gave no state at all.
     var isConnectionFailure: Bool { state.hasPrefix("08") || state.isEmpty || state == "57P01" }
 }

@@ -159,6 +159,26 @@ struct PostgresStoreTests {
         #expect(found == (0..<50).filter { $0 % 7 == 3 && "t\($0)".contains("t1") })
     }
 
+    /// `delete(model:where:)` deletes on the server in one statement; the context asks for
+    /// the identifiers it takes (not the records), marks the models it holds deleted, and
+    /// the other records stay.
+    @Test func aBatchDeleteRunsOnTheServer() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let container = try Self.container(try cluster.freshDatabase())
+        let context = ModelContext(container)
+        for i in 0..<30 {
+            context.insert(Chore(seq: i, title: "c\(i)", priority: i % 6, isCompleted: false, dueDate: nil))
+        }
+        try context.save()
+        let held = try #require(
+            try context.fetch(FetchDescriptor<Chore>(predicate: #Predicate { $0.seq == 1 })).first)
+        try context.delete(model: Chore.self, where: #Predicate { $0.priority < 2 })
+        try context.save()
+        #expect(held.isDeleted)
+        let left = try ModelContext(container).fetch(FetchDescriptor<Chore>(sortBy: [SortDescriptor(\.seq)]))
+        #expect(left.map(\.seq) == (0..<30).filter { $0 % 6 >= 2 })
+    }
+
     /// A server that is not there fails the open at once with a clear error.
     @Test func anUnreachableServerIsAClearErrorNotAHang() throws {
         guard try Self.cluster() != nil else { return }

@@ -235,8 +235,21 @@ extension ModelContext {
                         descriptor: descriptor.matching(query), editingState: editingState, query: query)
                 ).fetchedSnapshots
             }
+            let storeIdentifiers:
+                (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [PersistentIdentifier]? = {
+                    store, editingState, query in
+                    do {
+                        return try store.fetchIdentifiers(
+                            DataStoreFetchRequest(
+                                descriptor: descriptor.matching(query), editingState: editingState, query: query))
+                    } catch DataStoreError.preferInMemoryFilter, DataStoreError.preferInMemorySort {
+                        return nil
+                    }
+                }
             pendingBatchDeletes.append(
-                PendingBatchDelete(entityName: entity.name, query: query, storeFetch: storeFetch) {
+                PendingBatchDelete(
+                    entityName: entity.name, query: query, storeFetch: storeFetch, storeIdentifiers: storeIdentifiers
+                ) {
                     try batching.delete(request)
                 })
             changeCount &+= 1
@@ -478,6 +491,9 @@ struct PendingBatchDelete {
     /// Fetches the records `query` matches from a store that is not Stowage's own, so the
     /// save knows which it deletes.
     let storeFetch: StoreFetch
+    /// Asks such a store for only their identifiers, which is all the save needs; `nil`
+    /// when the store would rather the context filtered (then ``storeFetch`` serves).
+    let storeIdentifiers: (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [PersistentIdentifier]?
     /// Asks a store that is not Stowage's own to delete them (``DataStoreBatching/delete(_:)``).
     let perform: () throws -> Void
 }

@@ -84,9 +84,12 @@ extension ModelContext {
                 } else {
                     var doomed: Set<PersistentIdentifier> = []
                     for batch in pending {
-                        for snapshot in try storeSnapshots(store, batch.query, batch.storeFetch)
-                        where deletions[snapshot.persistentIdentifier] == nil {
-                            let id = snapshot.persistentIdentifier
+                        // Identifiers are all the save needs: the store is asked for them alone
+                        // when it can filter itself, rather than for every record it deletes.
+                        let identifiers =
+                            try batch.storeIdentifiers(store, editingState, batch.query)
+                            ?? storeSnapshots(store, batch.query, batch.storeFetch).map(\.persistentIdentifier)
+                        for id in identifiers where deletions[id] == nil {
                             doomed.insert(id)
                             if let model = lookUp(id) { deletions[id] = model } else { storeDeleted.append(id) }
                         }
