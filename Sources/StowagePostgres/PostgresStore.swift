@@ -327,25 +327,42 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         return query
     }
 
+    /// The records of `identifiers`, one statement per entity: `pk = ANY($1)`, or, for many
+    /// keys that lie close together (an enumeration's batch, in key order), the range they
+    /// span, read in one index range scan, keeping only the keys asked for.
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
-        var byEntity: [String: [String]] = [:]
+        var byEntity: [String: [Int64]] = [:]
         for id in identifiers where id.storeIdentifier == identifier {
             guard let key = id.primaryKey else { continue }
-            byEntity[id.entityName, default: []].append(String(key))
+            byEntity[id.entityName, default: []].append(key)
         }
         guard !byEntity.isEmpty else { return [:] }
         return try withConnection(retryingReads: true) { connection in
             var found: [PersistentIdentifier: DefaultSnapshot] = [:]
             for (name, keys) in byEntity {
-                guard let table = tables.entities[name] else { continue }
-                let sql = "SELECT \(table.selectList) FROM \(quote(table.name)) WHERE \"pk\" = ANY($1::bigint[])"
-                for snapshot in try read(table, sql, [PostgresValues.arrayLiteral(keys)], on: connection) {
-                    found[snapshot.persistentIdentifier] = snapshot
+                guard let table = tables.entities[name], let low = keys.min(), let high = keys.max() else { continue }
+                let select = "SELECT \(table.selectList) FROM \(quote(table.name)) WHERE "
+                if keys.count >= Self.rangeReadMinimum, table.toMany.isEmpty, high - low < 2 * Int64(keys.count) {
+                    let wanted = Set(keys)
+                    let sql = select + "\"pk\" BETWEEN $1::bigint AND $2::bigint"
+                    for snapshot in try read(table, sql, [String(low), String(high)], on: connection)
+                    where snapshot.persistentIdentifier.primaryKey.map(wanted.contains) == true {
+                        found[snapshot.persistentIdentifier] = snapshot
+                    }
+                } else {
+                    let sql = select + "\"pk\" = ANY($1::bigint[])"
+                    let list = PostgresValues.arrayLiteral(keys.map { String($0) })
+                    for snapshot in try read(table, sql, [list], on: connection) {
+                        found[snapshot.persistentIdentifier] = snapshot
+                    }
                 }
             }
             return found
         }
     }
+
+    /// The fewest keys ``snapshots(for:)`` reads as a range.
+    static let rangeReadMinimum = 64
 
     public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
         let table = try table(request.query.entity.name)

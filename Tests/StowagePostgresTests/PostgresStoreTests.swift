@@ -1,5 +1,5 @@
 import Foundation
-import Stowage
+@_spi(Testing) import Stowage
 import StowageTestSupport
 import Synchronization
 import Testing
@@ -177,6 +177,33 @@ struct PostgresStoreTests {
         #expect(held.isDeleted)
         let left = try ModelContext(container).fetch(FetchDescriptor<Chore>(sortBy: [SortDescriptor(\.seq)]))
         #expect(left.map(\.seq) == (0..<30).filter { $0 % 6 >= 2 })
+    }
+
+    /// Many keys close together are read as one range, keeping only the keys asked for;
+    /// an enumeration (which reads its batches so) sees every record once.
+    @Test func recordsByIdentifierAsARangeReturnExactlyTheOnesAskedFor() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let container = try Self.container(try cluster.freshDatabase())
+        let context = ModelContext(container)
+        let chores = (0..<200).map {
+            Chore(seq: $0, title: "c\($0)", priority: $0 % 5, isCompleted: false, dueDate: nil)
+        }
+        chores.forEach(context.insert)
+        try context.save()
+        context.delete(chores[50])
+        try context.save()
+        let store = try #require(container.storesForTesting.first as? PostgresStore)
+        let asked = chores.enumerated().filter { $0.offset % 3 != 0 && $0.offset < 150 }.map(
+            \.element.persistentModelID)
+        #expect(asked.count >= PostgresStore.rangeReadMinimum)
+        let found = try store.snapshots(for: asked)
+        let expected = Set(asked).subtracting([chores[50].persistentModelID])
+        #expect(Set(found.keys) == expected)
+        var seen: [Int] = []
+        try ModelContext(container).enumerate(FetchDescriptor<Chore>(sortBy: [SortDescriptor(\.seq)]), batchSize: 70) {
+            seen.append($0.seq)
+        }
+        #expect(seen == (0..<200).filter { $0 != 50 })
     }
 
     /// A server that is not there fails the open at once with a clear error.
