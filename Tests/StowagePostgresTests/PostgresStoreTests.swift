@@ -307,80 +307,15 @@ struct PostgresProcessTests {
     }
 }
 
-/// The uniqueness rules every store keeps (`UniquenessTests`), on PostgreSQL, where the
+/// The uniqueness rules every store keeps (`UniquenessChecks`), on PostgreSQL, where the
 /// store resolves them against the tables and the database's own constraints back them.
 @Suite("PostgresStore uniqueness")
 struct PostgresUniquenessTests {
-    static func context() throws -> (ModelContainer, ModelContext)? {
-        guard let cluster = try PostgresStoreTests.cluster() else { return nil }
-        let container = try PostgresStoreTests.container(try cluster.freshDatabase(), [Person.self])
-        return (container, ModelContext(container))
-    }
-
-    @Test func duplicatesInOneSaveBecomeOneRecordWithTheLaterValues() throws {
-        guard let (container, context) = try Self.context() else { return }
-        let a = Person(email: "dup@x", name: "A")
-        let b = Person(email: "dup@x", name: "B")
-        context.insert(a)
-        context.insert(b)
-        try context.save()
-        let all = try ModelContext(container).fetch(FetchDescriptor<Person>())
-        #expect(all.map(\.name) == ["B"])
-        #expect(a.persistentModelID == b.persistentModelID)
-        #expect(a.name == "B")
-    }
-
-    @Test func anInsertMeetingAStoredRowUpdatesItOnEitherConstraint() throws {
-        guard let (container, context) = try Self.context() else { return }
-        let first = Person(email: "r@x", name: "Old")
-        context.insert(first)
-        context.insert(Person(email: "1@x", name: "Sam", age: 30))
-        try context.save()
-        context.insert(Person(email: "r@x", name: "New"))
-        context.insert(Person(email: "3@x", name: "Sam", age: 30))
-        try context.save()
-        #expect(first.name == "New")
-        let all = try ModelContext(container).fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.email)]))
-        #expect(all.map(\.email) == ["3@x", "r@x"])
-    }
-
-    @Test func failPolicyThrowsAndSavesNothing() throws {
-        guard let (container, context) = try Self.context() else { return }
-        context.insert(Person(email: "f@x", name: "One"))
-        try context.save()
-        context.uniquenessPolicy = .fail
-        context.insert(Person(email: "f@x", name: "Two"))
-        context.insert(Person(email: "g@x", name: "Three"))
-        let error = #expect(throws: SwiftDataError.self) { try context.save() }
-        #expect(error?.code == .uniqueConstraintViolation)
-        #expect(try ModelContext(container).fetch(FetchDescriptor<Person>()).map(\.name) == ["One"])
-    }
-
-    @Test func anUpdateThatCollidesThrowsAndChangesNothing() throws {
-        guard let (container, context) = try Self.context() else { return }
-        let a = Person(email: "a@x", name: "A")
-        let b = Person(email: "b@x", name: "B")
-        context.insert(a)
-        context.insert(b)
-        try context.save()
-        b.email = "a@x"
-        b.age = 7
-        #expect(throws: SwiftDataError.uniqueConstraintViolation) { try context.save() }
-        let stored = try ModelContext(container).fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.email)]))
-        #expect(stored.map(\.email) == ["a@x", "b@x"])
-        #expect(stored.map(\.age) == [0, 0])
-    }
-
-    @Test func deletingFreesTheValueInTheSameSave() throws {
-        guard let (container, context) = try Self.context() else { return }
-        let old = Person(email: "x@x", name: "Old")
-        context.insert(old)
-        try context.save()
-        context.delete(old)
-        context.insert(Person(email: "x@x", name: "Fresh"))
-        context.uniquenessPolicy = .fail
-        try context.save()
-        #expect(try ModelContext(container).fetch(FetchDescriptor<Person>()).map(\.name) == ["Fresh"])
+    @Test(arguments: UniquenessChecks.checks.map(\.0))
+    func postgresKeepsTheRules(check: String) throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let run = try #require(UniquenessChecks.checks.first { $0.0 == check }?.1)
+        try run(PostgresStoreTests.factory(cluster))
     }
 }
 
