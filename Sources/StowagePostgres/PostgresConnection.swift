@@ -58,10 +58,11 @@ package final class PostgresConnection: @unchecked Sendable {
     static let preparedLimit = 512
 
     /// Runs one statement with `parameters` bound to `$1`, `$2`, … (`nil` is SQL `NULL`),
-    /// as a prepared statement (prepared on first use).
+    /// as a prepared statement (prepared on first use). With `binary`, the result's values
+    /// come in PostgreSQL's binary forms (``PostgresRows/bytes(_:_:)``) instead of text.
     /// - Throws: ``PostgresError`` with the server's SQLSTATE and message.
     @discardableResult
-    package func execute(_ sql: String, _ parameters: [String?] = []) throws -> PostgresRows {
+    package func execute(_ sql: String, _ parameters: [String?] = [], binary: Bool = false) throws -> PostgresRows {
         guard let handle else { throw PostgresError(state: "08003", message: "the connection is closed") }
         var name = prepared[sql]
         if name == nil, prepared.count < Self.preparedLimit {
@@ -73,8 +74,9 @@ package final class PostgresConnection: @unchecked Sendable {
         }
         let result: OpaquePointer? = withCStrings(parameters) { pointers in
             var values = pointers.map { $0.map { UnsafePointer($0) } }
-            if let name { return PQexecPrepared(handle, name, Int32(parameters.count), &values, nil, nil, 0) }
-            return PQexecParams(handle, sql, Int32(parameters.count), nil, &values, nil, nil, 0)
+            let format: Int32 = binary ? 1 : 0
+            if let name { return PQexecPrepared(handle, name, Int32(parameters.count), &values, nil, nil, format) }
+            return PQexecParams(handle, sql, Int32(parameters.count), nil, &values, nil, nil, format)
         }
         return try check(result, handle)
     }
@@ -238,6 +240,13 @@ package final class PostgresRows {
     package func pointer(_ row: Int, _ column: Int) -> UnsafePointer<CChar>? {
         guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
         return UnsafePointer(value)
+    }
+
+    /// The value at (`row`, `column`) as the bytes the server sent (its binary form, for a
+    /// statement run with `binary`), or `nil` for `NULL`. Valid while the rows are.
+    package func bytes(_ row: Int, _ column: Int) -> UnsafeRawBufferPointer? {
+        guard !isNull(row, column), let value = PQgetvalue(result, Int32(row), Int32(column)) else { return nil }
+        return UnsafeRawBufferPointer(start: value, count: Int(PQgetlength(result, Int32(row), Int32(column))))
     }
 
     /// The number of rows the statement changed (`INSERT`, `UPDATE`, `DELETE`).

@@ -137,7 +137,8 @@ struct PostgresEntityTable: Sendable {
     let propertyCount: Int
     let uniqueness: [[String]]
     let indices: [[String]]
-    /// `"pk", "a", "b", …` as the selects read them (dates as seconds since 1970).
+    /// `"pk", "a", "b", …` as the selects read them, with results in binary form (see
+    /// ``selectExpression(_:)``).
     let selectList: String
     /// The statements that write rows, made once: their parameters are one array per
     /// column (`pk` first), which `unnest` spreads into rows.
@@ -209,9 +210,11 @@ struct PostgresEntityTable: Sendable {
         kind == .timestamp ? "to_timestamp(\(element))" : element
     }
 
+    /// How a select reads `column`, for results in binary form: as it is stored, except
+    /// `numeric` and `jsonb` as text (their binary forms are PostgreSQL's own encodings).
     static func selectExpression(_ column: Column) -> String {
         switch column.kind {
-        case .timestamp: "EXTRACT(EPOCH FROM \(quote(column.name)))"
+        case .numeric, .unsigned, .json: "\(quote(column.name))::text"
         default: quote(column.name)
         }
     }

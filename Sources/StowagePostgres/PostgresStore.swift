@@ -241,18 +241,25 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     func read(
         _ table: PostgresEntityTable, _ sql: String, _ parameters: [String?], on connection: PostgresConnection
     ) throws -> [DefaultSnapshot] {
-        let result = try connection.execute(sql, parameters)
+        let result = try connection.execute(sql, parameters, binary: true)
+        let entity = PersistentIdentifier.permanent(entityName: table.name, storeIdentifier: identifier, primaryKey: 0)
+        let references = table.columns.map { column -> PersistentIdentifier? in
+            guard case .reference(let destination) = column.kind else { return nil }
+            return .permanent(entityName: destination, storeIdentifier: identifier, primaryKey: 0)
+        }
         var keys: [Int64] = []
         keys.reserveCapacity(result.count)
         var values: [[SnapshotValue]] = []
         values.reserveCapacity(result.count)
         for row in 0..<result.count {
-            guard let key = result.text(row, 0).flatMap(Int64.init) else {
+            guard let key = result.bytes(row, 0).flatMap(PostgresValues.integer) else {
                 throw DataStoreError(.corruptStore, "\(table.name) has a row without a primary key")
             }
             var record = [SnapshotValue](repeating: .null, count: table.propertyCount)
             for (i, column) in table.columns.enumerated() {
-                record[column.index] = try PostgresValues.value(result, row, i + 1, column.kind, store: identifier)
+                guard let bytes = result.bytes(row, i + 1) else { continue }
+                record[column.index] = try PostgresValues.value(
+                    binary: bytes, column.kind, reference: references[i], store: identifier)
             }
             for relationship in table.toMany { record[relationship.index] = .array([]) }
             keys.append(key)
@@ -281,9 +288,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             }
         }
         return zip(keys, values).map { key, record in
-            DefaultSnapshot(
-                persistentIdentifier: .permanent(entityName: table.name, storeIdentifier: identifier, primaryKey: key),
-                values: record)
+            DefaultSnapshot(persistentIdentifier: entity.withPrimaryKey(key), values: record)
         }
     }
 

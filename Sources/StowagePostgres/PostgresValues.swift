@@ -123,67 +123,88 @@ enum PostgresValues {
         }
     }
 
-    /// The value at (`row`, `column`) of `rows`, a column of `kind`: numbers, flags and
-    /// identifiers read straight from the server's text, the rest through ``value(_:_:store:)``.
-    static func value(_ rows: PostgresRows, _ row: Int, _ column: Int, _ kind: PostgresColumnKind, store: String)
-        throws -> SnapshotValue
-    {
-        guard let text = rows.pointer(row, column) else { return .null }
-        switch kind {
-        case .bigint, .integer, .smallint, .reference:
-            var end: UnsafeMutablePointer<CChar>?
-            let v = strtoll(text, &end, 10)
-            guard let end, end.pointee == 0, end != UnsafeMutablePointer(mutating: text) else { break }
-            if case .reference(let destination) = kind {
-                return .identifier(.permanent(entityName: destination, storeIdentifier: store, primaryKey: Int64(v)))
-            }
-            return .int(Int64(v))
-        case .double, .real, .timestamp:
-            var end: UnsafeMutablePointer<CChar>?
-            let v = stowage_strtod_c(text, &end)
-            guard let end, end.pointee == 0, end != UnsafeMutablePointer(mutating: text) else { break }
-            return kind == .timestamp ? .date(Date(timeIntervalSince1970: v)) : .double(v)
-        case .boolean:
-            return .bool(text.pointee == CChar(UInt8(ascii: "t")))
-        case .uuid:
-            if let uuid = uuid(text) { return .uuid(uuid) }
-        default:
-            break
+    /// A value of a statement run with `binary` (see ``PostgresConnection/execute(_:_:binary:)``),
+    /// for a column of `kind` as ``PostgresEntityTable/selectList`` selects it: numbers,
+    /// flags, dates, UUIDs and bytes in PostgreSQL's binary forms (big-endian integers and
+    /// IEEE floats, `timestamptz` as microseconds since 2000), text as its UTF-8 bytes, and
+    /// `numeric` and `jsonb` selected as text. `reference`, for a to-one column, is an
+    /// identifier in the destination's entity and store that keys are given to.
+    static func value(
+        binary bytes: UnsafeRawBufferPointer, _ kind: PostgresColumnKind, reference: PersistentIdentifier?,
+        store: String
+    ) throws -> SnapshotValue {
+        func bad() -> DataStoreError {
+            DataStoreError(.corruptStore, "a \(kind.sqlType) column holds \(bytes.count) bytes that are not one")
         }
-        return try value(String(cString: text), kind, store: store)
+        switch kind {
+        case .text:
+            return .string(text(bytes))
+        case .bigint, .integer, .smallint:
+            guard let v = integer(bytes) else { throw bad() }
+            return .int(v)
+        case .reference(let destination):
+            guard let key = integer(bytes) else { throw bad() }
+            if let reference { return .identifier(reference.withPrimaryKey(key)) }
+            return .identifier(.permanent(entityName: destination, storeIdentifier: store, primaryKey: key))
+        case .double, .real:
+            switch bytes.count {
+            case 8: return .double(Double(bitPattern: UInt64(bigEndian: bytes.loadUnaligned(as: UInt64.self))))
+            case 4: return .double(Double(Float(bitPattern: UInt32(bigEndian: bytes.loadUnaligned(as: UInt32.self)))))
+            default: throw bad()
+            }
+        case .boolean:
+            guard bytes.count == 1 else { throw bad() }
+            return .bool(bytes[0] != 0)
+        case .timestamp:
+            guard bytes.count == 8 else { throw bad() }
+            return .date(date(microsecondsSince2000: Int64(bigEndian: bytes.loadUnaligned(as: Int64.self))))
+        case .uuid:
+            guard bytes.count == 16 else { throw bad() }
+            var raw: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &raw) { $0.copyMemory(from: bytes) }
+            return .uuid(UUID(uuid: raw))
+        case .bytea:
+            return .data(Data(bytes))
+        case .url:
+            guard let u = URL(string: text(bytes)) else { throw bad() }
+            return .url(u)
+        case .numeric, .unsigned, .json:
+            return try value(String(decoding: bytes, as: UTF8.self), kind, store: store)
+        }
     }
 
-    /// A UUID in PostgreSQL's text form (`xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lower case),
-    /// without the `sscanf` that `UUID(uuidString:)` runs.
-    static func uuid(_ text: UnsafePointer<CChar>) -> UUID? {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        var i = 0
-        var position = 0
-        func nibble(_ c: CChar) -> UInt8? {
-            let c = UInt8(bitPattern: c)
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-            default: return nil
-            }
+    /// A big-endian integer of 8, 4 or 2 bytes.
+    static func integer(_ bytes: UnsafeRawBufferPointer) -> Int64? {
+        switch bytes.count {
+        case 8: Int64(bigEndian: bytes.loadUnaligned(as: Int64.self))
+        case 4: Int64(Int32(bigEndian: bytes.loadUnaligned(as: Int32.self)))
+        case 2: Int64(Int16(bigEndian: bytes.loadUnaligned(as: Int16.self)))
+        default: nil
         }
-        while i < 16 {
-            if position == 8 || position == 13 || position == 18 || position == 23 {
-                guard text[position] == CChar(UInt8(ascii: "-")) else { return nil }
-                position += 1
-            }
-            guard let high = nibble(text[position]), let low = nibble(text[position + 1]) else { return nil }
-            bytes[i] = high << 4 | low
-            i += 1
-            position += 2
-        }
-        guard text[position] == 0 else { return nil }
-        return UUID(
-            uuid: (
-                bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9],
-                bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]
-            ))
+    }
+
+    /// Text from a `text` column's bytes, its escapes undone.
+    static func text(_ bytes: UnsafeRawBufferPointer) -> String {
+        let string = String(decoding: bytes.assumingMemoryBound(to: UInt8.self), as: UTF8.self)
+        guard let base = bytes.baseAddress, memchr(base, 1, bytes.count) != nil else { return string }
+        return unescapeText(string)
+    }
+
+    /// The date of a binary `timestamptz`: the same `Double` of seconds since 1970 as
+    /// reading `EXTRACT(EPOCH FROM …)` as text and parsing it gives (the nearest to the
+    /// exact decimal), and the infinities for PostgreSQL's `infinity` and `-infinity`.
+    static func date(microsecondsSince2000 micro: Int64) -> Date {
+        if micro == .max { return Date(timeIntervalSince1970: .infinity) }
+        if micro == .min { return Date(timeIntervalSince1970: -.infinity) }
+        let (since1970, overflow) = micro.addingReportingOverflow(946_684_800_000_000)
+        // Both operands exact, so the division rounds once, to the nearest `Double`.
+        if !overflow, since1970.magnitude < 1 << 53 { return Date(timeIntervalSince1970: Double(since1970) / 1e6) }
+        guard !overflow else { return Date(timeIntervalSince1970: Double(micro) / 1e6 + 946_684_800) }
+        let fraction = String(since1970.magnitude % 1_000_000)
+        let decimal =
+            "\(since1970 < 0 ? "-" : "")\(since1970.magnitude / 1_000_000)."
+            + String(repeating: "0", count: 6 - fraction.count) + fraction
+        return Date(timeIntervalSince1970: Double(decimal) ?? Double(since1970) / 1e6)
     }
 
     /// `uuid` in lower-case text form, without the `snprintf` of `uuidString`.

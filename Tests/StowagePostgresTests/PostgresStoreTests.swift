@@ -206,6 +206,59 @@ struct PostgresStoreTests {
         #expect(seen == (0..<200).filter { $0 != 50 })
     }
 
+    /// Rows come back in binary form; a date read so is the same `Double` of seconds as
+    /// the server's own decimal seconds (`EXTRACT(EPOCH …)` as text) parsed, in every era
+    /// PostgreSQL keeps, past 2^53 microseconds from 1970 too, and the infinities.
+    @Test func binaryDatesEqualTheServersDecimalSeconds() throws {
+        var generator = SystemRandomNumberGenerator()
+        var micros: [Int64] = [0, 1, -1, 999_999, -999_999, -946_684_800_000_000, .max, .min]
+        // PostgreSQL's range: 4713 BC to 294276 AD.
+        micros += (0..<20_000).map { _ in Int64.random(in: -211_813_488_000_000_000...9_224_318_015_999_999, using: &generator) }
+        for micro in micros {
+            let date = PostgresValues.date(microsecondsSince2000: micro)
+            let expected: Double
+            switch micro {
+            case .max: expected = .infinity
+            case .min: expected = -.infinity
+            default:
+                let since1970 = micro + 946_684_800_000_000
+                let fraction = String(since1970.magnitude % 1_000_000)
+                let text =
+                    "\(since1970 < 0 ? "-" : "")\(since1970.magnitude / 1_000_000)."
+                    + String(repeating: "0", count: 6 - fraction.count) + fraction
+                expected = try #require(Double(text))
+            }
+            #expect(date == Date(timeIntervalSince1970: expected), "\(micro)")
+        }
+
+        guard let cluster = try Self.cluster() else { return }
+        let url = try cluster.freshDatabase()
+        let container = try Self.container(url)
+        let context = ModelContext(container)
+        let seconds: [Double] = [
+            0, 1_234_567_890.123456, -1_234_567_890.654321, 1e10 + 0.5, -1e11 + 0.000001, 4_102_444_800.999999,
+            Date.distantPast.timeIntervalSince1970, Date.distantFuture.timeIntervalSince1970, .infinity,
+        ]
+        for (i, s) in seconds.enumerated() {
+            context.insert(Trip(name: "t\(i)", startDate: Date(timeIntervalSince1970: s)))
+        }
+        try context.save()
+        let server = try PostgresConnection(url, connectTimeout: 10)
+        let rows = try server.execute("SELECT \"name\", EXTRACT(EPOCH FROM \"startDate\")::text FROM \"Trip\"")
+        var fromText: [String: Double] = [:]
+        for row in 0..<rows.count {
+            let name = try #require(rows.text(row, 0))
+            fromText[name] = try #require(rows.text(row, 1).flatMap(Double.init))
+        }
+        let trips = try ModelContext(container).fetch(FetchDescriptor<Trip>())
+        #expect(trips.count == seconds.count)
+        for trip in trips {
+            let text = try #require(fromText[trip.name])
+            #expect(trip.startDate == Date(timeIntervalSince1970: text), "\(trip.name)")
+        }
+        #expect(fromText["t8"] == .infinity)
+    }
+
     /// A server that is not there fails the open at once with a clear error.
     @Test func anUnreachableServerIsAClearErrorNotAHang() throws {
         guard try Self.cluster() != nil else { return }

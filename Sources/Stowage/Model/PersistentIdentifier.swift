@@ -119,6 +119,17 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
         temporary(in: .interned(entityName: entityName, storeIdentifier: nil, kind: .temporary))
     }
 
+    /// The permanent identifier of the record with `primaryKey` in this identifier's entity
+    /// and store: how a store that reads many rows names them without looking the entity's
+    /// scope up again for each. For an identifier that is not permanent with an integer key,
+    /// the scope is looked up by name.
+    package func withPrimaryKey(_ primaryKey: Int64) -> PersistentIdentifier {
+        guard scope.kind == .integer else {
+            return .permanent(entityName: entityName, storeIdentifier: storeIdentifier ?? "", primaryKey: primaryKey)
+        }
+        return PersistentIdentifier(scope: scope, raw: primaryKey)
+    }
+
     /// A permanent identifier in the store `storeIdentifier`.
     public static func permanent(entityName: String, storeIdentifier: String, primaryKey: Int64)
         -> PersistentIdentifier
