@@ -16,6 +16,11 @@ struct PostgresSave {
     private var writes: [(sql: String, parameters: [String?])] = []
     /// Whether `BEGIN` has gone (with the look-ups).
     private var begun = false
+    /// The `DELETE … RETURNING "pk"` of each of the request's deletes by predicate, with its
+    /// entity; sent first, with the look-ups when there are any, else with the writes.
+    private var batchDeletes: [(entity: String, sql: String, parameters: [String?])] = []
+    /// What the batch deletes took, once they have run.
+    private var batchDeleted: [PersistentIdentifier] = []
 
     init(store: PostgresStore, request: DataStoreSaveChangesRequest<DefaultSnapshot>, connection: PostgresConnection) {
         self.store = store
@@ -52,6 +57,7 @@ struct PostgresSave {
         for snapshot in request.inserted + request.updated + request.deleted {
             _ = try store.table(snapshot.persistentIdentifier.entityName)
         }
+        batchDeletes = try request.batchDeletes.map(batchDelete)
         var keys = try store.keys(request.inserted.count, on: connection)[...]
         var remapped: [PersistentIdentifier: PersistentIdentifier] = [:]
         /// New rows, in the request's order, by identifier (a later insert with the same
@@ -124,8 +130,13 @@ struct PostgresSave {
         let returning = try insertRows(inserted, upsertingInSQL: upsertingInSQL)
         try writeJoinTables(inserted, replacing: false)
         try writeJoinTables(updated, replacing: true)
-        let first = begun ? 0 : 1
-        let results = try connection.pipeline((begun ? [] : [("BEGIN", [])]) + writes + [("COMMIT", [])])
+        // Batch deletes not sent with the look-ups go first, so that they see the rows
+        // stored before the save, not its own inserts.
+        let unsent = batchDeletes.map { (sql: $0.sql, parameters: $0.parameters) }
+        let first = (begun ? 0 : 1) + unsent.count
+        let results = try connection.pipeline(
+            (begun ? [] : [("BEGIN", [])]) + unsent + writes + [("COMMIT", [])])
+        try collectBatchDeleted(results.dropFirst(first - unsent.count).prefix(unsent.count))
 
         var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         for snapshot in upserted { reregister[snapshot.persistentIdentifier] = snapshot }
@@ -150,7 +161,45 @@ struct PostgresSave {
             }
         }
         return DataStoreSaveChangesResult(
-            for: storeID, remappedIdentifiers: remapped, snapshotsToReregister: reregister)
+            for: storeID, remappedIdentifiers: remapped, snapshotsToReregister: reregister,
+            deletedIdentifiers: batchDeleted)
+    }
+
+    /// The statement that deletes what `query` matches, returning the keys it took: its
+    /// predicate in `WHERE` when SQL can say all of it; otherwise the keys of the rows that
+    /// match, found by a fetch before the save's transaction begins.
+    private func batchDelete(_ query: FetchQuery) throws -> (entity: String, sql: String, parameters: [String?]) {
+        let table = try store.table(query.entity.name)
+        var query = query
+        query.sort = []
+        query.limit = nil
+        query.offset = 0
+        let plan = PostgresQueryPlan(query, table: table, store: storeID)
+        let delete = "DELETE FROM \(quote(table.name))"
+        guard plan.residual != nil else {
+            return (table.name, delete + plan.whereClause + " RETURNING \"pk\"", plan.statement.parameters)
+        }
+        let keys = try store.snapshots(query).compactMap(\.persistentIdentifier.primaryKey).map { String($0) }
+        return (
+            table.name, delete + " WHERE \"pk\" = ANY($1::bigint[]) RETURNING \"pk\"",
+            [PostgresValues.arrayLiteral(keys)]
+        )
+    }
+
+    /// Reads the keys the batch deletes returned (`results`, in their order) into
+    /// `batchDeleted`, and marks them sent.
+    private mutating func collectBatchDeleted(_ results: ArraySlice<PostgresRows>) throws {
+        guard !batchDeletes.isEmpty else { return }
+        guard results.count == batchDeletes.count else {
+            throw DataStoreError(.ioFailure, "the server answered \(results.count) of \(batchDeletes.count) deletes")
+        }
+        for (batch, rows) in zip(batchDeletes, results) {
+            for row in 0..<rows.count {
+                guard let key = rows.text(row, 0).flatMap(Int64.init) else { continue }
+                batchDeleted.append(permanent(batch.entity, key))
+            }
+        }
+        batchDeletes = []
     }
 
     /// Whether `inserts` (of `table`) can meet stored rows in the `INSERT` itself, as
@@ -258,8 +307,13 @@ struct PostgresSave {
         guard !queries.isEmpty else { return found }
         // A row the save deletes frees its values for the save's inserts.
         let deleted = Set(request.deleted.map(\.persistentIdentifier))
-        let results = try connection.pipeline([("BEGIN", [])] + queries).dropFirst()
+        // The batch deletes go before the look-ups, so that a row they take does not count
+        // as stored.
+        let batches = batchDeletes.map { (sql: $0.sql, parameters: $0.parameters) }
+        let answers = try connection.pipeline([("BEGIN", [])] + batches + queries)
         begun = true
+        try collectBatchDeleted(answers.dropFirst().prefix(batches.count))
+        let results = answers.dropFirst(1 + batches.count)
         for (owner, rows) in zip(owners, results) {
             let table = entities[owner].0
             for row in 0..<rows.count {

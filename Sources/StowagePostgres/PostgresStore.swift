@@ -405,6 +405,9 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         }
     }
 
+    /// Deletes what `request` matches, in one statement when SQL can say all of its
+    /// predicate. A context's deletes by predicate do not come here: its save runs them in
+    /// the save's own transaction (see ``PostgresSave``), as `DELETE … RETURNING`.
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
         let table = try table(request.query.entity.name)
         var query = unsorted(request.query)
@@ -435,3 +438,5 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         }
     }
 }
+
+extension PostgresStore: DataStoreSavingBatchDeletes {}

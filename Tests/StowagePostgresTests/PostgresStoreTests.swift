@@ -159,9 +159,9 @@ struct PostgresStoreTests {
         #expect(found == (0..<50).filter { $0 % 7 == 3 && "t\($0)".contains("t1") })
     }
 
-    /// `delete(model:where:)` deletes on the server in one statement; the context asks for
-    /// the identifiers it takes (not the records), marks the models it holds deleted, and
-    /// the other records stay.
+    /// `delete(model:where:)` deletes on the server in one statement of the save, which
+    /// answers the identifiers it took (`RETURNING`); the context marks the models it holds
+    /// deleted, and the other records stay.
     @Test func aBatchDeleteRunsOnTheServer() throws {
         guard let cluster = try Self.cluster() else { return }
         let container = try Self.container(try cluster.freshDatabase())
@@ -213,7 +213,9 @@ struct PostgresStoreTests {
         var generator = SystemRandomNumberGenerator()
         var micros: [Int64] = [0, 1, -1, 999_999, -999_999, -946_684_800_000_000, .max, .min]
         // PostgreSQL's range: 4713 BC to 294276 AD.
-        micros += (0..<20_000).map { _ in Int64.random(in: -211_813_488_000_000_000...9_224_318_015_999_999, using: &generator) }
+        micros += (0..<20_000).map { _ in
+            Int64.random(in: -211_813_488_000_000_000...9_224_318_015_999_999, using: &generator)
+        }
         for micro in micros {
             let date = PostgresValues.date(microsecondsSince2000: micro)
             let expected: Double
@@ -431,5 +433,15 @@ struct PostgresConflictUpsertTests {
         try context.save()
         #expect(a.persistentModelID == b.persistentModelID)
         #expect(try ModelContext(container).fetch(FetchDescriptor<Ticket>()).map(\.title) == ["b"])
+    }
+}
+
+@Suite("PostgresStore deletes by predicate")
+struct PostgresBatchDeleteTests {
+    @Test(arguments: BatchDeleteChecks.checks.map(\.0))
+    func check(_ check: String) throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let run = try #require(BatchDeleteChecks.checks.first { $0.0 == check }?.1)
+        try run(PostgresStoreTests.factory(cluster))
     }
 }

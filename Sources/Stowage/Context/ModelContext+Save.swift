@@ -52,7 +52,7 @@ extension ModelContext {
         for (id, model) in deletions where !id.isTemporary {
             deleted[try storeIndex(id), default: []].append(try model.persistentBackingData.snapshot())
         }
-        // Deletes by predicate: Stowage's own stores resolve them inside the save; any other
+        // Deletes by predicate: Stowage's own stores (PostgresStore too) resolve them inside the save; any other
         // store is asked for the matching identifiers, then to delete them, before its save.
         var batches: [Int: [PendingBatchDelete]] = [:]
         for batch in pendingBatchDeletes {
@@ -79,7 +79,7 @@ extension ModelContext {
                 editingState: editingState, inserted: inserted[index] ?? [], updated: updated[index] ?? [],
                 deleted: deleted[index] ?? [], uniquenessPolicy: uniquenessPolicy)
             if let pending = batches[index] {
-                if store is any SnapshotTableStore {
+                if store is any SnapshotTableStore || store is any DataStoreSavingBatchDeletes {
                     request.batchDeletes = pending.map(\.query)
                 } else {
                     var doomed: Set<PersistentIdentifier> = []

@@ -74,9 +74,10 @@ public struct DataStoreSaveChangesRequest<SnapshotType: DataStoreSnapshot>: Send
     /// Queries whose stored records the save also deletes, from
     /// ``ModelContext/delete(model:where:includeSubclasses:)``: Stowage's own stores resolve
     /// them inside the save, against the records as they were before it, so that the
-    /// deletes are part of the one atomic commit. Only a ``SnapshotTable`` reads them; the
-    /// context resolves them itself for any other store.
-    var batchDeletes: [FetchQuery] = []
+    /// deletes are part of the one atomic commit. Only a ``SnapshotTable`` and a
+    /// ``DataStoreSavingBatchDeletes`` read them; the context resolves them itself for any
+    /// other store.
+    package var batchDeletes: [FetchQuery] = []
 
     public init(
         editingState: EditingState, inserted: [SnapshotType], updated: [SnapshotType],

@@ -237,6 +237,13 @@ public protocol DataStoreBatching: DataStore {
     func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws
 }
 
+/// A store of Stowage's outside this module whose ``DataStore/save(_:)`` takes a context's
+/// deletes by predicate itself: it reads the request's `batchDeletes`, deletes what they
+/// match among the records stored before the save, inside the save's one transaction, and
+/// lists those records in ``DataStoreSaveChangesResult/deletedIdentifiers``. The context
+/// then neither asks for their identifiers first nor calls ``DataStoreBatching/delete(_:)``.
+package protocol DataStoreSavingBatchDeletes: DataStoreBatching {}
+
 /// Whose view of the data a request comes from.
 public struct EditingState: Sendable, Hashable {
     /// An identifier for the context.
