@@ -28,7 +28,7 @@ import Synchronization
 ///   torn: only its first half.
 ///
 /// Directories that the store creates (with `FileManager`, outside the seam) count as
-/// durable at once. Reads go to the real files, which hold every write.
+/// durable at once; hard links (``StoreFileSystem/link(_:to:)``) are names like a rename. Reads go to the real files, which hold every write.
 public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
     /// One recorded change. Files are named by paths relative to the root directory, and
     /// their contents by a number of the file itself (an inode), which a rename keeps.
@@ -38,6 +38,7 @@ public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
         case truncate(file: Int, length: Int64)
         case sync(file: Int)
         case rename(from: String, to: String)
+        case link(from: String, to: String)
         case remove(path: String)
         case syncDirectory(path: String)
 
@@ -48,6 +49,7 @@ public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
             case .truncate(let file, let length): "truncate #\(file) to \(length)"
             case .sync(let file): "sync #\(file)"
             case .rename(let from, let to): "rename \(from) -> \(to)"
+            case .link(let from, let to): "link \(to) to \(from)"
             case .remove(let path): "remove \(path)"
             case .syncDirectory(let path): "sync directory \(path.isEmpty ? "." : path)"
             }
@@ -59,6 +61,7 @@ public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
             switch self {
             case .create(let path, _), .remove(let path): [Self.parent(path)]
             case .rename(let from, let to): [Self.parent(from), Self.parent(to)]
+            case .link(_, let to): [Self.parent(to)]
             default: nil
             }
         }
@@ -212,6 +215,12 @@ public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
         if let name = relative(path) { record(.remove(path: name)) }
     }
 
+    public func link(_ source: String, to destination: String) -> Bool {
+        guard base.link(source, to: destination) else { return false }
+        if let a = relative(source), let b = relative(destination) { record(.link(from: a, to: b)) }
+        return true
+    }
+
     public func lock(_ fd: Int32) throws -> Bool { try base.lock(fd) }
     public func sharedLock(_ fd: Int32) throws -> Bool { try base.sharedLock(fd) }
     public func close(_ fd: Int32) { base.close(fd) }
@@ -230,7 +239,7 @@ public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
             case .sync(let file): syncedFiles.insert(file)
             case .syncDirectory(let path): syncedDirectories.insert(path)
             case .write(let file, _, _), .truncate(let file, _): durable[at] = syncedFiles.contains(file)
-            case .create, .rename, .remove:
+            case .create, .rename, .link, .remove:
                 durable[at] = events[i].directories?.contains { syncedDirectories.contains($0) } ?? false
             }
         }
@@ -264,6 +273,8 @@ public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
                 contents[file] = data
             case .rename(let from, let to):
                 if let file = names.removeValue(forKey: from) { names[to] = file }
+            case .link(let from, let to):
+                if let file = names[from] { names[to] = file }
             case .remove(let path):
                 names[path] = nil
             case .sync, .syncDirectory:

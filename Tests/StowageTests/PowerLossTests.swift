@@ -212,4 +212,78 @@ struct PowerLossTests {
         #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
         #expect(states > run.fs.mark)
     }
+
+    /// A migration (`ParcelPlan`: a stage that deletes in willMigrate, converts a property
+    /// and fills a new one in didMigrate, over records with external values) cut by a power
+    /// loss at any point: reopening with the plan gives the migrated store, whole, every
+    /// time, whether the cut left the old store or the new one.
+    @Test(arguments: MigrationStoreKind.allCases)
+    func aMigrationCutAnywhereEndsMigratedOnTheNextOpen(_ kind: MigrationStoreKind) throws {
+        let parcels = 30
+        func configuration(_ schema: Schema, _ directory: URL, fs: (any StoreFileSystem)? = nil)
+            -> any DataStoreConfiguration
+        {
+            switch kind {
+            case .log:
+                var configuration = LogStoreConfiguration(
+                    schema: schema, url: directory.appendingPathComponent("p.stowlog"))
+                if let fs { configuration.fileSystem = fs }
+                return configuration
+            case .json:
+                var configuration = JSONStoreConfiguration(
+                    name: "parcels", schema: schema, fileURL: directory.appendingPathComponent("p.json"))
+                if let fs { configuration.fileSystem = fs }
+                return configuration
+            }
+        }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("stowage-powerloss-\(UUID().uuidString)", isDirectory: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let v1 = Schema(versionedSchema: ParcelV1.self)
+        do {
+            let container = try ModelContainer(for: v1, configurations: [configuration(v1, directory)])
+            let context = ModelContext(container)
+            for code in 1...parcels { context.insert(ParcelV1.Parcel(code: code, weight: ParcelV1.weight(code))) }
+            try context.save()
+        }
+        let v2 = Schema(versionedSchema: ParcelV2.self)
+        let fs = try PowerLossFileSystem(recordingUnder: directory)
+        _ = try ModelContainer(
+            for: v2, migrationPlan: ParcelPlan.self, configurations: [configuration(v2, directory, fs: fs)])
+        #expect(fs.events.contains { if case .link = $0 { true } else { false } } == (kind == .log))
+
+        var random = SeededRandom.fromEnvironment()
+        var failures: [String] = []
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "stowage-powerloss-open-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        // Every point takes about two minutes here (1,519 states), so CI takes about 40
+        // points spread over the migration; STOWAGE_SOAK=1 takes them all.
+        let every = ProcessInfo.processInfo.environment["STOWAGE_SOAK"] == "1" ? 1 : max(1, fs.mark / 40)
+        let points = Array(Set(Array(stride(from: 0, through: fs.mark, by: every)) + [fs.mark])).sorted()
+        let states = try fs.crashStates(at: points, randomSubsets: 2, random: &random) { point, image in
+            guard failures.count < 5 else { return }
+            try? FileManager.default.removeItem(at: scratch)
+            try image.materialize(at: scratch)
+            do {
+                let container = try ModelContainer(
+                    for: v2, migrationPlan: ParcelPlan.self, configurations: [configuration(v2, scratch)])
+                let found = try ModelContext(container).fetch(FetchDescriptor<ParcelV2.Parcel>())
+                let wrong = found.filter {
+                    $0.code % 10 == 0 || $0.grams != ParcelV1.weight($0.code) * 1000
+                        || $0.weight != "\(ParcelV1.weight($0.code)) kg" || $0.label != ParcelV1.label($0.code)
+                }
+                if found.count != parcels - parcels / 10 || !wrong.isEmpty {
+                    failures.append("at event \(point): \(found.count) parcels, \(wrong.count) wrong")
+                }
+            } catch {
+                failures.append(
+                    "at event \(point): opening with the plan failed: \(error); files \(image.files.mapValues(\.count))"
+                )
+            }
+        }
+        print("power loss, \(kind) migration: \(fs.mark) changes recorded, \(states) crash states opened")
+        #expect(failures.isEmpty, "\(failures.joined(separator: "\n"))")
+        #expect(states > points.count)
+    }
 }

@@ -296,7 +296,7 @@ struct MigrationRunner {
 
     /// A hard link: values' files are written once and never changed.
     func linkOrCopy(_ source: String, _ destination: String) throws {
-        if link(source, destination) == 0 { return }
+        if fs.link(source, to: destination) { return }
         try copyFile(from: source, to: destination)
     }
 

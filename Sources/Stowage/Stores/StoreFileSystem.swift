@@ -12,6 +12,7 @@ import Foundation
 private func posixOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 { open(path, flags, mode) }
 private func posixRename(_ from: String, _ to: String) -> Int32 { rename(from, to) }
 private func posixClose(_ fd: Int32) -> Int32 { close(fd) }
+private func posixLink(_ from: String, _ to: String) -> Int32 { link(from, to) }
 
 /// How ``StoreFileSystem/open(_:mode:)`` opens a file.
 public enum StoreFileOpenMode: Sendable {
@@ -59,6 +60,10 @@ public protocol StoreFileSystem: Sendable {
     func sharedLock(_ fd: Int32) throws -> Bool
     /// `close`.
     func close(_ fd: Int32)
+    /// Makes `destination` a hard link to the file at `source` (`link`): `false` when it
+    /// cannot (another file system, or none that links), for the caller to copy instead.
+    /// The default calls `link`.
+    func link(_ source: String, to destination: String) -> Bool
 }
 
 /// The log store's file operations, straight to POSIX.
@@ -186,6 +191,10 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
 }
 
 extension StoreFileSystem {
+    public func link(_ source: String, to destination: String) -> Bool {
+        posixLink(source, destination) == 0
+    }
+
     public func size(ofFileAt path: String) throws -> Int64? {
         guard let fd = try open(path, mode: .readOnly) else { return nil }
         defer { close(fd) }
