@@ -41,9 +41,9 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     public let identifier: String
     public let schema: Schema
     let tables: PostgresTables
-    private let pool = Mutex<[PostgresConnection]>([])
+    private let pool = PosixMutex<[PostgresConnection]>([])
     /// Primary keys taken from the `stowage_pk` sequence and not used yet, in order.
-    private let spareKeys = Mutex<[Int64]>([])
+    private let spareKeys = PosixMutex<[Int64]>([])
     /// How many keys a save takes from the sequence at least: most saves then take none.
     static let keyBlock = 256
 

@@ -64,7 +64,7 @@ struct SeedActorTests {
             TripRecord(name: "Trip \(n)", destination: "Lisbon", startDate: Self.start, endDate: Self.start + Self.day)
         }
         // What each progress call reports, and how many trips a fresh context found then.
-        let reports = Mutex<[(imported: Int, stored: Int)]>([])
+        let reports = PosixMutex<[(imported: Int, stored: Int)]>([])
         let handler = Seed000Actors.BackgroundFetch.ImportHandler(modelContainer: container)
         let imported = try await handler.importTrips(records) { imported in
             let stored = (try? ModelContext(container).fetchCount(FetchDescriptor<Trip>())) ?? -1

@@ -20,7 +20,7 @@ struct PostgresStoreTests {
         return cluster
     }
 
-    private static let noticePrinted = Mutex(false)
+    private static let noticePrinted = PosixMutex(false)
     private static func skipNotice() {
         let first = noticePrinted.withLock { printed in
             defer { printed = true }
@@ -286,7 +286,7 @@ struct PostgresStoreTests {
         // Another session holds the table, so the save waits inside its transaction.
         let blocker = try PostgresConnection(url, connectTimeout: 5)
         try blocker.run("BEGIN; LOCK TABLE \"Trip\" IN EXCLUSIVE MODE")
-        let outcome = Mutex<(any Error)?>(nil)
+        let outcome = PosixMutex<(any Error)?>(nil)
         let saver = Thread {
             let context = ModelContext(container)
             context.insert(Trip(name: "lost"))

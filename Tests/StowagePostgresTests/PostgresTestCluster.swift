@@ -1,4 +1,5 @@
 import Foundation
+import Stowage
 import Synchronization
 
 /// A throwaway PostgreSQL cluster for the tests: a fresh data directory under `/tmp`, a server that listens only
@@ -30,7 +31,7 @@ final class PostgresTestCluster: Sendable {
     var logFile: URL { directory.appendingPathComponent("log") }
 
     private let installation: Installation
-    private let stopped = Mutex(false)
+    private let stopped = PosixMutex(false)
     private let databaseCount = Atomic<Int>(0)
 
     private init(installation: Installation, directory: URL, port: Int) {
@@ -85,7 +86,7 @@ final class PostgresTestCluster: Sendable {
         var exitHandlerRegistered = false
     }
 
-    private static let sharedState = Mutex(SharedState())
+    private static let sharedState = PosixMutex(SharedState())
 
     /// Stops the shared cluster. Called at exit, so it does not wait for the lock: if another thread holds it, the
     /// watchdog stops the server once this process has gone.

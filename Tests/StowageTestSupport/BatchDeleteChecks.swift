@@ -49,7 +49,7 @@ public enum BatchDeleteChecks {
         // Another context sees nothing deleted until the save.
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Person>()) == 10)
 
-        let heard = Mutex<Set<PersistentIdentifier>>([])
+        let heard = PosixMutex<Set<PersistentIdentifier>>([])
         let observer = NotificationCenter.default.addObserver(
             forName: ModelContext.didSave, object: context, queue: nil
         ) { note in
@@ -166,7 +166,7 @@ public enum BatchDeleteChecks {
         let container = try container(factory)
         let context = ModelContext(container)
         try seed(context, count: 12)
-        let heard = Mutex<Set<PersistentIdentifier>>([])
+        let heard = PosixMutex<Set<PersistentIdentifier>>([])
         let observer = NotificationCenter.default.addObserver(
             forName: ModelContext.didSave, object: context, queue: nil
         ) { note in

@@ -120,7 +120,7 @@ public enum JSONSamples {
     public static func writeVersion2(to directory: URL) throws {
         let url = directory.appendingPathComponent(historyFileName)
         try? FileManager.default.removeItem(at: url)
-        let tick = Mutex<Int64>(1_789_999_999_000)
+        let tick = PosixMutex<Int64>(1_789_999_999_000)
         let clock: @Sendable () -> Int64 = {
             tick.withLock {
                 $0 += 1000

@@ -100,7 +100,7 @@ public enum LogSamples {
         configuration.fixedSalt = salt
         configuration.fixedStoreIdentifier = storeIdentifier
         configuration.historyWriter = (program: "stowage-samples", process: 4242)
-        let tick = Mutex<Int64>(firstTimestamp - 1000)
+        let tick = PosixMutex<Int64>(firstTimestamp - 1000)
         configuration.clock = {
             tick.withLock {
                 $0 += 1000

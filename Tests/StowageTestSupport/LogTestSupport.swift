@@ -40,7 +40,7 @@ public final class FaultInjectingFileSystem: StoreFileSystem {
     }
 
     private let base = POSIXStoreFileSystem()
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     public init() {}
 
@@ -134,7 +134,7 @@ public final class FaultInjectingFileSystem: StoreFileSystem {
 /// as root (whom file modes do not stop) prove that a store changes nothing.
 public final class ReadOnlyFileSystem: StoreFileSystem {
     private let base = POSIXStoreFileSystem()
-    private let refused = Mutex<[String]>([])
+    private let refused = PosixMutex<[String]>([])
 
     public init() {}
 

@@ -102,7 +102,7 @@ public final class PowerLossFileSystem: StoreFileSystem, @unchecked Sendable {
     private let root: String
     private let initialNames: [String: Int]
     private let initialContents: [Int: [UInt8]]
-    private let state = Mutex(State())
+    private let state = PosixMutex(State())
 
     /// Records changes under `directory`, whose files as they are now count as durable.
     public init(recordingUnder directory: URL) throws {

@@ -127,7 +127,7 @@ struct HistoryObserverTests {
     func readersInObservationTrackingHearOfRelevantSaves(store: String) async throws {
         let container = try container(store)
         let observer = try HistoryObserver(observedModels: [Housemate.self], modelContainer: container)
-        let heard = Mutex(0)
+        let heard = PosixMutex(0)
         withObservationTracking {
             _ = observer.eventCounter
         } onChange: {

@@ -293,7 +293,7 @@ struct InheritanceTests {
         context.insert(business)
         try context.save()
         func heard(_ change: () throws -> Void) rethrows -> Bool {
-            let flag = Mutex(false)
+            let flag = PosixMutex(false)
             withObservationTracking {
                 _ = business.destination
             } onChange: {

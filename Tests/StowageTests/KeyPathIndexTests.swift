@@ -21,7 +21,7 @@ struct KeyPathIndexTests {
         let expected = try paths.map { try #require(entity.property(named: $0.1)?.index) }
         // Key paths are immutable; AnyKeyPath is not marked Sendable.
         nonisolated(unsafe) let keyPaths = paths.map(\.0)
-        let wrong = Mutex(0)
+        let wrong = PosixMutex(0)
         DispatchQueue.concurrentPerform(iterations: 2) { _ in
             for _ in 0..<2000 {
                 for (i, path) in keyPaths.enumerated() where entity.index(forKeyPath: path) != expected[i] {

@@ -287,7 +287,7 @@ struct LogExternalStorageTests {
 /// The real file system, counting the bytes read from external value files.
 private final class BlobReadCountingFileSystem: StoreFileSystem {
     private let base = POSIXStoreFileSystem()
-    private let state = Mutex((blobs: Set<Int32>(), bytes: 0))
+    private let state = PosixMutex((blobs: Set<Int32>(), bytes: 0))
 
     var blobBytesRead: Int { state.withLock { $0.bytes } }
 

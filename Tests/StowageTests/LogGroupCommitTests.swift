@@ -39,7 +39,7 @@ struct LogGroupCommitTests {
         fs.setBeforeSync { _ in usleep(2000) }
         let threads = 4
         let savesPerThread = 25
-        let failures = Mutex<[String]>([])
+        let failures = PosixMutex<[String]>([])
         onThreads(threads) { t in
             for i in 0..<savesPerThread {
                 do {
@@ -78,7 +78,7 @@ struct LogGroupCommitTests {
             if number == 1 { _ = release.wait(timeout: .now() + 5) }
         }
         fs.arm(.sync, failOn: 2)
-        let outcomes = Mutex<[String: String]>([:])
+        let outcomes = PosixMutex<[String: String]>([:])
         let first = Thread {
             do {
                 try LogTest.insertTrip(store, "A")

@@ -157,9 +157,9 @@ struct LogMappedReadTests {
             // record those saves write lies past it, however the threads are scheduled.
             #expect(Self.email(try Self.person(store, key: 1)) == "p0@example.com")
             #expect(try Self.mappingsMade(store) == 1)
-            let writing = Mutex(true)
-            let saved = Mutex<[(PersistentIdentifier, String)]>([])
-            let failures = Mutex<[String]>([])
+            let writing = PosixMutex(true)
+            let saved = PosixMutex<[(PersistentIdentifier, String)]>([])
+            let failures = PosixMutex<[String]>([])
             DispatchQueue.concurrentPerform(iterations: 4) { thread in
                 if thread == 0 {
                     defer { writing.withLock { $0 = false } }

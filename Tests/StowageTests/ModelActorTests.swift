@@ -37,7 +37,7 @@ extension StoreKind {
 
 /// Counts how many calls are inside ``OverlapProbe/during(_:)`` at once, and the most there were.
 final class OverlapProbe: Sendable {
-    private let state = Mutex<(current: Int, maximum: Int)>((0, 0))
+    private let state = PosixMutex<(current: Int, maximum: Int)>((0, 0))
 
     func during(_ body: () -> Void) {
         state.withLock { state in

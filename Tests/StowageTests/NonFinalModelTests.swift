@@ -28,7 +28,7 @@ struct NonFinalModelTests {
         try context.save()
         let bike = try #require(try context.fetch(FetchDescriptor<Vehicle>()).first)
         #expect(bike.name == "bike" && bike.wheels == 2)
-        let changes = Mutex(0)
+        let changes = PosixMutex(0)
         withObservationTracking {
             _ = bike.wheels
         } onChange: {

@@ -13,7 +13,7 @@ struct ObservationTests {
     /// Counts the changes `withObservationTracking` reports for what `read` reads. The
     /// tracking fires once, as Observation's does; `arm` tracks again.
     final class Watch: Sendable {
-        let changes = Mutex(0)
+        let changes = PosixMutex(0)
         var count: Int { changes.withLock { $0 } }
 
         func arm(_ read: () -> Void) {

@@ -208,7 +208,7 @@ struct ResultsObserverTests {
         let container = try container(store)
         let context = ModelContext(container)
         let observer = try ResultsObserver<Errand, Never>(filterBy: Self.open, modelContext: context)
-        let heard = Mutex(0)
+        let heard = PosixMutex(0)
         func track() {
             withObservationTracking {
                 _ = observer.results
@@ -331,7 +331,7 @@ struct ResultsObserverTests {
         let observer = try ResultsObserver<Errand, Never>(filterBy: Self.open, modelContext: context)
         #expect(try observer.sum(of: \.minutes) == 5)
         #expect(try observer.sum(of: \.cost) == 1.5)
-        let heard = Mutex(0)
+        let heard = PosixMutex(0)
         withObservationTracking {
             _ = try? observer.sum(of: \.minutes)
         } onChange: {

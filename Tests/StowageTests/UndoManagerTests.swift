@@ -145,7 +145,7 @@ import Testing
                 }
             }
             undo.endUndoGrouping()
-            let heard = Mutex(0)
+            let heard = PosixMutex(0)
             let observer = NotificationCenter.default.addObserver(
                 forName: .NSUndoManagerDidUndoChange, object: undo, queue: nil
             ) { _ in heard.withLock { $0 += 1 } }

@@ -53,7 +53,7 @@ struct UndoTests {
         trip.budget = 20
         context.processPendingChanges()
         #expect(context.changedModelsArray.count == 1)
-        let heard = Mutex(false)
+        let heard = PosixMutex(false)
         withObservationTracking {
             _ = trip.budget
         } onChange: {

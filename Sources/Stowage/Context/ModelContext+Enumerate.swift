@@ -274,6 +274,6 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         /// Whether a batch has been loaded.
         let hasLoaded = Atomic<Bool>(false)
         /// The cache of the collection this one replaced, kept until this one loads.
-        let handOff = Mutex<BatchCache?>(nil)
+        let handOff = PosixMutex<BatchCache?>(nil)
     }
 }

@@ -51,7 +51,7 @@ final class ContextDirectory: Sendable {
     /// and every model registered or freed retains or releases its context's link: the
     /// side table made those the runtime's slow path (single-row saves took about a tenth
     /// longer in stowage-bench).
-    private let links = Mutex<[ModelContext.Link]>([])
+    private let links = PosixMutex<[ModelContext.Link]>([])
     /// How many contexts are live: a save looks at this alone when it is the only one.
     private let count = Atomic<Int>(0)
 

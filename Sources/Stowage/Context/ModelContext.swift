@@ -222,7 +222,7 @@ public final class ModelContext {
         /// Whether another context's save queued identifiers in `mergeQueue`.
         let mergePending = Atomic<Bool>(false)
         /// The identifiers other contexts' saves changed, for this context to merge.
-        let mergeQueue = Mutex(PendingMerge())
+        let mergeQueue = PosixMutex(PendingMerge())
         /// Whether ``enumerate(_:batchSize:allowEscapingMutations:block:)`` is handing a batch
         /// to its block.
         var handsOutBatch = false

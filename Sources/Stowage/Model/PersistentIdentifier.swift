@@ -248,7 +248,7 @@ final class IdentifierScope: Sendable {
     let serial: Int
 
     /// For a keyed scope: each encoded key's number, and the keys by number.
-    private let keys = Mutex<(numbers: [String: Int64], encoded: [String])>(([:], []))
+    private let keys = PosixMutex<(numbers: [String: Int64], encoded: [String])>(([:], []))
 
     private init(entityName: String, storeIdentifier: String?, kind: Kind, serial: Int) {
         self.entityName = entityName
@@ -283,7 +283,7 @@ final class IdentifierScope: Sendable {
 
     /// Every scope made so far. It only grows: a process names few entities and opens few
     /// stores, and identifiers rely on their scope never being freed.
-    private static let all = Mutex<[Key: IdentifierScope]>([:])
+    private static let all = PosixMutex<[Key: IdentifierScope]>([:])
 
     /// The one scope with these parts, made on first use. Takes a lock; callers on hot paths
     /// look their scope up once and keep it.

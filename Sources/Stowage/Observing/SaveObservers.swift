@@ -42,7 +42,7 @@ final class SaveObserverDirectory: Sendable {
         weak var observer: (any SaveObserving)?
         let id: ObjectIdentifier
     }
-    private let entries = Mutex<[Entry]>([])
+    private let entries = PosixMutex<[Entry]>([])
     private let count = Atomic<Int>(0)
 
     func add(_ observer: any SaveObserving) {
@@ -76,7 +76,7 @@ final class SaveObserverDirectory: Sendable {
 /// same moment, queues its event for the thread already applying, instead of waiting for
 /// it (which could deadlock).
 final class SaveEventQueue: Sendable {
-    private let queue = Mutex<[SaveEvent]>([])
+    private let queue = PosixMutex<[SaveEvent]>([])
     private let applying = Atomic<Bool>(false)
 
     /// Queues `event`, then applies every queued event with `apply` unless another call is

@@ -92,7 +92,7 @@ struct PredicateCompiler {
     /// once per type: the conditional conformance check behind `as? any
     /// FastQueryCompilable` is costly, and was made on every fetch (see
     /// `Benchmarks/RESULTS.md`, "Measurements behind the code").
-    private static let fastCompilers = Mutex<[ObjectIdentifier: FastCompiler?]>([:])
+    private static let fastCompilers = PosixMutex<[ObjectIdentifier: FastCompiler?]>([:])
 
     /// The fast compiler for the dynamic type of `expression`, or `nil` when that type
     /// takes the general path.

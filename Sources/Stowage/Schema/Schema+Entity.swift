@@ -64,13 +64,13 @@ extension Schema {
         let indexByName: [String: Int]
         // Key paths are immutable values; the map is never mutated after init.
         nonisolated(unsafe) let indexByKeyPath: [AnyKeyPath: Int]
-        private let inverseCache = Mutex<[Int: InverseInfo?]>([:])
+        private let inverseCache = PosixMutex<[Int: InverseInfo?]>([:])
         /// Key path objects that property accessors passed, by identity. A key path literal
         /// is one object per call site, so after its first access an accessor finds its
         /// property by pointer instead of hashing the key path's components on every
         /// read. Each entry keeps its key path alive, so that its address cannot be reused
         /// by another; at most 512 are kept.
-        private let keyPathObjects = Mutex<[KeyPathObject: HeldKeyPath]>([:])
+        private let keyPathObjects = PosixMutex<[KeyPathObject: HeldKeyPath]>([:])
 
         /// A key path object's address, hashed with one mix instead of `Hasher`.
         private struct KeyPathObject: Hashable {
@@ -255,7 +255,7 @@ extension Schema {
 
 /// Builds each model type's entity once and caches it.
 enum EntityRegistry {
-    private static let cache = Mutex<[ObjectIdentifier: Schema.Entity]>([:])
+    private static let cache = PosixMutex<[ObjectIdentifier: Schema.Entity]>([:])
 
     /// An entity some schema of this process built, by name.
     static func built(named name: String) -> Schema.Entity? {

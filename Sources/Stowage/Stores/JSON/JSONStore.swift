@@ -26,8 +26,8 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
     let fs: any StoreFileSystem
     let path: String
     let directory: String
-    let table: Mutex<SnapshotTable>
-    let writer: Mutex<WriterState>
+    let table: PosixMutex<SnapshotTable>
+    let writer: PosixMutex<WriterState>
 
     struct WriterState {
         var lockFD: Int32
@@ -60,8 +60,8 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         let (table, lockFD, size) = try Self.open(
             path: path, directory: directory, schema: schema, configuration: configuration)
         self.identifier = table.storeIdentifier
-        self.table = Mutex(table)
-        self.writer = Mutex(
+        self.table = PosixMutex(table)
+        self.writer = PosixMutex(
             WriterState(
                 lockFD: lockFD,
                 unusable: configuration.allowsSave ? nil : "it was opened read-only (allowsSave: false)",

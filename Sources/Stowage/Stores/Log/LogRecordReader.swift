@@ -23,7 +23,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
     let layouts: LogLayouts?
     let externalFiles: LogExternalFiles
     /// Internal, not private, so that tests can look at and alter what it holds.
-    let cache: Mutex<BlockCache>
+    let cache: PosixMutex<BlockCache>
 
     /// A reader of the records of the file open at `fd`, in `map`'s layout, or in the
     /// layouts `layouts` lists (the last of them `map`'s): a record of an earlier one is
@@ -43,7 +43,7 @@ final class LogRecordReader: SnapshotSource, @unchecked Sendable {
             fs: fs, logPath: path, parent: URL(fileURLWithPath: path).deletingLastPathComponent().path)
         var cache = BlockCache(capacity: capacity)
         cache.mappings.isEnabled = mapsFile && fs is POSIXStoreFileSystem
-        self.cache = Mutex(cache)
+        self.cache = PosixMutex(cache)
     }
 
     deinit { fs.close(fd) }

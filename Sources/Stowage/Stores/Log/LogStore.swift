@@ -52,7 +52,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
     let directory: String
     let map: LogEntityMap
     let storedSchema: StoredSchema
-    let table: Mutex<SnapshotTable>
+    let table: PosixMutex<SnapshotTable>
     let writer: LogWriter
     /// `<file>.blobs/`: the external values.
     let externalFiles: LogExternalFiles
@@ -98,7 +98,7 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
         self.createdAt = opened.createdAt
         self.lastRecovery = opened.report
         self.openedFromCheckpoint = opened.usedCheckpoint
-        self.table = Mutex(opened.table)
+        self.table = PosixMutex(opened.table)
         self.writer = LogWriter(opened.writer)
         self.externalFiles = LogExternalFiles(
             fs: configuration.fileSystem, logPath: url.path, parent: url.deletingLastPathComponent().path)

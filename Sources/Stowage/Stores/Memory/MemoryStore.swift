@@ -9,7 +9,7 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
     public let configuration: MemoryStoreConfiguration
     public let identifier: String
     public let schema: Schema
-    let table: Mutex<SnapshotTable>
+    let table: PosixMutex<SnapshotTable>
 
     /// Opens an empty in-memory store.
     public init(_ configuration: MemoryStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
@@ -21,7 +21,7 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         self.identifier = "memory-" + UUID().uuidString
         var table = SnapshotTable(schema: schema, storeIdentifier: identifier)
         table.history = []
-        self.table = Mutex(table)
+        self.table = PosixMutex(table)
     }
 
     public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
