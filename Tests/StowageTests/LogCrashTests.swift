@@ -308,9 +308,12 @@ struct LogCrashTests {
     /// SIGKILLed at random moments, every other store of 40 rounds with commits written in
     /// pieces: after each round, every acknowledged batch is there, whole, with the values
     /// the child saved; no batch is there in part, or that no child began to save; every
-    /// external file is a live value's. Over the run, more than half the kills land while the
-    /// child said it was saving, the children acknowledge at least one save a round on
-    /// average, and reopening loads a checkpoint now and then.
+    /// external file is a live value's. Over the run, more than a quarter of the kills land
+    /// while the child said it was saving (about 70% on an idle machine, 40% under a full
+    /// parallel test run, when the child's inserts and checkpoints between saves take
+    /// longer), the children acknowledge more than a quarter of a save a round (half the
+    /// kills aimed at the saves wait for an acknowledgement), and reopening loads a
+    /// checkpoint now and then.
     @Test func killNineNeverLosesAnAcknowledgedBatchNorLeavesHalfOne() throws {
         let soak = ProcessInfo.processInfo.environment["STOWAGE_SOAK"] == "1"
         let rounds = soak ? 2000 : 200
@@ -386,7 +389,7 @@ struct LogCrashTests {
             #expect(neverSaved.isEmpty, "seed \(seed), round \(round): batches no child saved: \(neverSaved.sorted())")
             if !missing.isEmpty || !partial.isEmpty || !wrong.isEmpty || !neverSaved.isEmpty { return }
         }
-        #expect(killedMidSave > rounds / 2, "seed \(seed): \(killedMidSave) of \(rounds) kills landed mid-save")
+        #expect(killedMidSave > rounds / 4, "seed \(seed): \(killedMidSave) of \(rounds) kills landed mid-save")
         #expect(totalAcknowledged > rounds / 4, "seed \(seed): only \(totalAcknowledged) saves were acknowledged")
         // Kills land after a checkpoint often enough that reopening loads one.
         #expect(fromCheckpoint > rounds / 20, "opened from a checkpoint \(fromCheckpoint) times")
