@@ -1,7 +1,8 @@
 // The JSONStore mode of the crash child (Tests/StowageTests/JSONCrashTests.swift):
 //
 //   LogCrashChild json-save <store-file>   saves numbered batches into a JSONStore forever,
-//                                          printing each acknowledged batch number (after "ready")
+//                                          printing "saving N" before each batch's save and
+//                                          "N" once it is acknowledged (after "ready")
 import Foundation
 import Stowage
 import StowageTestSupport
@@ -15,6 +16,7 @@ func runJSONSave(_ path: String) throws -> Never {
     while true {
         let context = ModelContext(container)
         insertBatch(next, into: context, withBlobs: false)
+        say("saving \(next)")
         try context.save()
         say(String(next))
         next += 1

@@ -1,5 +1,9 @@
 // The child process of the LogStore crash tests (Tests/StowageTests/LogCrashTests.swift).
 //
+// The saving modes print "ready" once the store is open, then "saving N" before each
+// batch's save and "N" once the save has returned: a kill that lands after a "saving N"
+// with no "N" after it landed while batch N was being saved.
+//
 //   LogCrashChild save <store-file> [chunk]
 //                                       saves numbered batches forever, printing each
 //                                       acknowledged batch number (after "ready"), and
@@ -69,6 +73,7 @@ do {
         while true {
             let context = ModelContext(container)
             insertBatch(next, into: context)
+            say("saving \(next)")
             try context.save()
             say(String(next))
             if next % 3 == 0, let store = container.storesForTesting.first as? LogStore {
@@ -98,6 +103,7 @@ do {
                     await saver.sign("worker \(worker)")
                     for k in 0... {
                         let batch = round * 1_000_000 + worker * 10_000 + k
+                        say("saving \(batch)")
                         try await saver.save(batch: batch)
                         say(String(batch))
                     }

@@ -65,11 +65,16 @@ public struct SeededRandom: RandomNumberGenerator, Sendable {
     }
 
     /// Seeded from `STOWAGE_SEED` when it is set, to replay a failure, and at random
-    /// otherwise; a test names `seed` in its failure messages.
-    public static func fromEnvironment() -> SeededRandom {
-        SeededRandom(
-            seed: ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
-                ?? UInt64.random(in: 0...UInt64.max))
+    /// otherwise. Prints the seed with the calling test's file and name, so that any run
+    /// (a passing one too) can be replayed; a test calls this once (once per argument of a
+    /// parameterized test) and names `seed` in its failure messages as well.
+    public static func fromEnvironment(test: String = #function, file: String = #fileID) -> SeededRandom {
+        let given = ProcessInfo.processInfo.environment["STOWAGE_SEED"].flatMap { UInt64($0) }
+        let seed = given ?? UInt64.random(in: 0...UInt64.max)
+        print(
+            "\(file) \(test): seed \(seed)\(given == nil ? "" : " (from STOWAGE_SEED)"); replay with STOWAGE_SEED=\(seed)"
+        )
+        return SeededRandom(seed: seed)
     }
 
     public mutating func next() -> UInt64 {

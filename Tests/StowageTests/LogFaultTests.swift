@@ -128,18 +128,20 @@ struct LogFaultTests {
         #expect(try LogTest.state(store) == fixture.states[fixture.states.count - 2])
     }
 
+    /// Fails the Nth call of `operation` that a compaction makes, for every N up to the
+    /// number of calls an unfailed compaction makes (counted first, on the same store):
+    /// each case must inject its failure and make `compact()` throw, and the store keeps its
+    /// records; a failed directory sync leaves it refusing saves, any other failure lets it
+    /// save again; reopened, it holds the records whole and no `.compact` file is left.
     @Test(arguments: [FaultInjectingFileSystem.Operation.write, .sync, .rename, .syncDirectory])
     func aFailureDuringCompactionLeavesOldOrNew(operation: FaultInjectingFileSystem.Operation) throws {
-        for n in 1...3 {
+        let calls = try Self.callsOfCompaction(operation)
+        try #require(calls >= 1, "a compaction makes no \(operation) call")
+        for n in 1...calls {
             let directory = LogTestDirectory.fresh()
             defer { directory.remove() }
             let fs = FaultInjectingFileSystem()
-            let store = try LogTest.open(directory.storeURL, fileSystem: fs)
-            var ids: [PersistentIdentifier] = []
-            for i in 0..<12 {
-                ids.append(try LogTest.insertTrip(store, "T\(i)", destination: String(repeating: "x", count: 30)))
-            }
-            for id in ids.prefix(6) { try LogTest.deleteTrip(store, id) }
+            let store = try Self.storeToCompact(directory, fs)
             let before = try LogTest.state(store)
             fs.arm(operation, failOn: n)
             var threw = false
@@ -148,6 +150,8 @@ struct LogFaultTests {
                 #expect(error.code == .ioFailure, "\(operation) \(n): \(error)")
             }
             fs.disarm()
+            #expect(fs.injected == [operation], "\(operation) \(n) of \(calls): the failure was not injected")
+            #expect(threw, "\(operation) \(n) of \(calls): compact() did not throw")
             #expect(try LogTest.state(store) == before)
             var expectedNames = before["Trip"]!.count
             if threw && operation == .syncDirectory {
@@ -162,6 +166,29 @@ struct LogFaultTests {
             #expect(try Array(reopened.allSnapshots(of: "Trip").prefix(before["Trip"]!.count)) == before["Trip"]!)
             #expect(!FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact"))
         }
+    }
+
+    /// The store the compaction test compacts: twelve trips saved, six of them deleted.
+    static func storeToCompact(_ directory: LogTestDirectory, _ fs: FaultInjectingFileSystem) throws -> LogStore {
+        let store = try LogTest.open(directory.storeURL, fileSystem: fs)
+        var ids: [PersistentIdentifier] = []
+        for i in 0..<12 {
+            ids.append(try LogTest.insertTrip(store, "T\(i)", destination: String(repeating: "x", count: 30)))
+        }
+        for id in ids.prefix(6) { try LogTest.deleteTrip(store, id) }
+        return store
+    }
+
+    /// How many times an unfailed compaction of that store calls `operation`.
+    static func callsOfCompaction(_ operation: FaultInjectingFileSystem.Operation) throws -> Int {
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let fs = FaultInjectingFileSystem()
+        let store = try storeToCompact(directory, fs)
+        defer { store.close() }
+        let before = fs.calls(operation)
+        try store.compact()
+        return fs.calls(operation) - before
     }
 
     /// A save whose sync fails is taken back out of the table whole: its update (of a

@@ -123,8 +123,8 @@ struct LogRecoveryTests {
     }
 
     @Test func bitFlipsAreAlwaysDetected() throws {
-        let seed = UInt64.random(in: 0...UInt64.max)
-        var random = SeededRandom(seed: seed)
+        var random = SeededRandom.fromEnvironment()
+        let seed = random.seed
         let directory = LogTestDirectory.fresh()
         defer { directory.remove() }
         let fixture = try LogFixture.make(in: directory)

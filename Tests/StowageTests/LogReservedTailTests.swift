@@ -82,7 +82,7 @@ struct LogReservedTailTests {
         defer { directory.remove() }
         let store = try LogTest.open(directory.storeURL)
         // Random letters, which LZ4 cannot shrink: about 3 KiB a save, 600 KiB in all.
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededRandom.fromEnvironment()
         // Where the last save that grew the file ended, and the file's size then.
         var grown: (end: Int64, size: Int64) = (0, 0)
         for i in 0..<200 {
@@ -99,7 +99,7 @@ struct LogReservedTailTests {
         // The save that last grew the file wrote an eighth of the file's length as zeros
         // after its record, more than one write of 64 KiB of them.
         #expect(size == grown.size)
-        #expect(grown.size == grown.end + grown.end / 8, "\(grown)")
+        #expect(grown.size == grown.end + grown.end / 8, "seed \(rng.seed): \(grown)")
         #expect(grown.end / 8 > 64 << 10)
         let bytes = try Data(contentsOf: directory.storeURL)
         #expect(bytes[Int(store.fileLength)...].allSatisfy { $0 == 0 })

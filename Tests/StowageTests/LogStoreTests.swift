@@ -411,18 +411,19 @@ struct LogEncodingTests {
     /// The CRC of two pieces combined is the CRC of the whole, for pieces of every small
     /// length and some large ones, empty ones included.
     @Test func crc32cCombinesPieces() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededRandom.fromEnvironment()
+        let seed = rng.seed
         let bytes = (0..<70_000).map { _ in UInt8.random(in: 0...255, using: &rng) }
         let whole = CRC32C.checksum(bytes)
         for split in Array(0..<40) + [255, 256, 4097, 65_536, 69_999, 70_000] {
             let a = CRC32C.checksum(Array(bytes[..<split]))
             let b = CRC32C.checksum(Array(bytes[split...]))
-            #expect(CRC32C.combine(a, b, lengthB: bytes.count - split) == whole, "split at \(split)")
+            #expect(CRC32C.combine(a, b, lengthB: bytes.count - split) == whole, "seed \(seed), split at \(split)")
         }
         // Three pieces, combined left to right.
         let (x, y, z) = (Array(bytes[..<1000]), Array(bytes[1000..<1003]), Array(bytes[1003...]))
         let xy = CRC32C.combine(CRC32C.checksum(x), CRC32C.checksum(y), lengthB: y.count)
-        #expect(CRC32C.combine(xy, CRC32C.checksum(z), lengthB: z.count) == whole)
+        #expect(CRC32C.combine(xy, CRC32C.checksum(z), lengthB: z.count) == whole, "seed \(seed)")
         // Lengths past 32 bits: shifting over 2L zero bytes is shifting over L twice.
         let crc: UInt32 = 0xE306_9283
         for length in [1 << 31, 3_000_000_007, 1 << 40] {
@@ -435,15 +436,20 @@ struct LogEncodingTests {
     /// The CPU's instruction and the tables agree at every length around the 8-byte steps,
     /// from every start within a word, and when a CRC is continued across pieces.
     @Test func crc32cInstructionMatchesTables() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededRandom.fromEnvironment()
+        let seed = rng.seed
         let bytes = (0..<4200).map { _ in UInt8.random(in: 0...255, using: &rng) }
         bytes.withUnsafeBytes { all in
             for start in 0..<8 {
                 for length in Array(0..<70) + [511, 4096, 4192] {
                     let piece = UnsafeRawBufferPointer(rebasing: all[start..<start + length])
-                    #expect(CRC32C.update(0, piece) == CRC32C.tableUpdate(0, piece), "start \(start), length \(length)")
-                    let seed: UInt32 = 0x1234_5678
-                    #expect(CRC32C.update(seed, piece) == CRC32C.tableUpdate(seed, piece))
+                    #expect(
+                        CRC32C.update(0, piece) == CRC32C.tableUpdate(0, piece),
+                        "seed \(seed), start \(start), length \(length)")
+                    let crc: UInt32 = 0x1234_5678
+                    #expect(
+                        CRC32C.update(crc, piece) == CRC32C.tableUpdate(crc, piece),
+                        "seed \(seed), start \(start), length \(length)")
                 }
             }
         }

@@ -10,7 +10,8 @@ import Testing
 @Suite("Model registry table")
 struct ModelRegistryTableTests {
     @Test func anyMixOfChangesAnswersAsADictionaryDoes() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededRandom.fromEnvironment()
+        let seed = rng.seed
         let models = (0..<64).map { Trip(name: "T\($0)") }
         // Identifiers of two scopes, with keys that collide in the low bits, and temporary ones.
         let ids: [PersistentIdentifier] =
@@ -35,12 +36,14 @@ struct ModelRegistryTableTests {
                     registrations += 1
                 case 4..<6:
                     let previous = registry.updateValue(model, forKey: id)
-                    #expect(previous.map { ObjectIdentifier($0) } == expected[id])
+                    #expect(previous.map { ObjectIdentifier($0) } == expected[id], "seed \(seed), round \(round)")
                     expected[id] = ObjectIdentifier(model)
                     registrations += 1
                 case 6..<8:
                     let removed = registry.removeValue(forKey: id)
-                    #expect(removed.map { ObjectIdentifier($0) } == expected.removeValue(forKey: id))
+                    #expect(
+                        removed.map { ObjectIdentifier($0) } == expected.removeValue(forKey: id),
+                        "seed \(seed), round \(round)")
                 case 8:
                     // Forgetting takes the entry out only if it is still that model's.
                     registry.forget(id, data: ObjectIdentifier(model.persistentBackingData))
@@ -49,19 +52,23 @@ struct ModelRegistryTableTests {
                     registry[id] = nil
                     expected[id] = nil
                 }
-                #expect(registry.count == expected.count)
+                #expect(registry.count == expected.count, "seed \(seed), round \(round)")
             }
-            #expect(registry.registrations == registrations)
+            #expect(registry.registrations == registrations, "seed \(seed), round \(round)")
             for id in ids {
-                #expect(registry[id].map { ObjectIdentifier($0) } == expected[id], "round \(round), \(id)")
+                #expect(
+                    registry[id].map { ObjectIdentifier($0) } == expected[id], "seed \(seed), round \(round), \(id)")
             }
             // Emptied one by one, it finds every remaining entry until the last.
             for id in ids.shuffled(using: &rng) where expected[id] != nil {
                 #expect(
-                    registry.removeValue(forKey: id).map { ObjectIdentifier($0) } == expected.removeValue(forKey: id))
-                #expect(expected.keys.allSatisfy { registry[$0].map { ObjectIdentifier($0) } == expected[$0] })
+                    registry.removeValue(forKey: id).map { ObjectIdentifier($0) } == expected.removeValue(forKey: id),
+                    "seed \(seed), round \(round)")
+                #expect(
+                    expected.keys.allSatisfy { registry[$0].map { ObjectIdentifier($0) } == expected[$0] },
+                    "seed \(seed), round \(round)")
             }
-            #expect(registry.isEmpty)
+            #expect(registry.isEmpty, "seed \(seed), round \(round)")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Testing
 
 @testable import Stowage
@@ -17,8 +18,9 @@ struct SaveWritesTests {
     }
 
     @Test func writesReadBackByPositionAndInOrder() {
-        var rng = SystemRandomNumberGenerator()
-        for _ in 0..<50 {
+        var rng = SeededRandom.fromEnvironment()
+        let seed = rng.seed
+        for round in 0..<50 {
             // Runs of one entity of random lengths, an entity coming back after another.
             var expected: [SaveWrites.Element] = []
             var entity = "A"
@@ -28,17 +30,18 @@ struct SaveWritesTests {
             }
             var writes = SaveWrites()
             for write in expected { writes.append(write) }
-            #expect(writes.count == expected.count)
-            #expect(zip(writes, expected).allSatisfy(Self.same) && Array(writes).count == expected.count)
-            #expect(expected.indices.allSatisfy { Self.same(writes[$0], expected[$0]) })
-            #expect(expected.indices.allSatisfy { writes.isInsert(at: $0) == expected[$0].isInsert })
-            #expect(writes.keys == expected.map(\.key) && writes.snapshots == expected.map(\.snapshot))
+            let context: Comment = "seed \(seed), round \(round)"
+            #expect(writes.count == expected.count, context)
+            #expect(zip(writes, expected).allSatisfy(Self.same) && Array(writes).count == expected.count, context)
+            #expect(expected.indices.allSatisfy { Self.same(writes[$0], expected[$0]) }, context)
+            #expect(expected.indices.allSatisfy { writes.isInsert(at: $0) == expected[$0].isInsert }, context)
+            #expect(writes.keys == expected.map(\.key) && writes.snapshots == expected.map(\.snapshot), context)
             // The runs cover every position once, in order, each of one entity, and no two
             // neighbours name the same entity.
             let runs = writes.entityRuns
-            #expect(runs.flatMap { Array($0.positions) } == Array(expected.indices))
-            #expect(runs.allSatisfy { run in run.positions.allSatisfy { expected[$0].entity == run.entity } })
-            #expect(zip(runs, runs.dropFirst()).allSatisfy { $0.entity != $1.entity })
+            #expect(runs.flatMap { Array($0.positions) } == Array(expected.indices), context)
+            #expect(runs.allSatisfy { run in run.positions.allSatisfy { expected[$0].entity == run.entity } }, context)
+            #expect(zip(runs, runs.dropFirst()).allSatisfy { $0.entity != $1.entity }, context)
         }
     }
 

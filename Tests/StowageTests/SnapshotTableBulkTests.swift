@@ -74,7 +74,7 @@ struct SnapshotTableBulkTests {
     /// The bulk load's sort compares 16 bytes after the bytes all keys share, and whole keys
     /// only on ties: it must order exactly as the keys' own order, ties by position.
     @Test func sortedOrderMatchesTheKeysOwnOrder() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SeededRandom.fromEnvironment()
         let shapes: [[[UInt8]]] = [
             // Keys that are prefixes of each other, with zero bytes where padding would go.
             [[1, 2], [1, 2, 0], [1, 2, 0, 0], [1], [], [1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 1], [1, 2, 0, 0]],
@@ -94,13 +94,13 @@ struct SnapshotTableBulkTests {
             // a hundred values has: long runs of one prefix, ordered by the rest.
             (0..<3000).map { i in [4] + Array("Destination \(i % 7)".utf8) + [0, UInt8(i % 251), UInt8(i % 3)] },
         ]
-        for shape in shapes {
+        for (number, shape) in shapes.enumerated() {
             let keys = shape.map { IndexKey(bytes: $0) }
             let expected: [Int] = keys.indices.sorted { (a: Int, b: Int) -> Bool in
                 if keys[a] != keys[b] { return keys[a] < keys[b] }
                 return a < b
             }
-            #expect(SnapshotTable.sortedOrder(of: keys) == expected)
+            #expect(SnapshotTable.sortedOrder(of: keys) == expected, "seed \(rng.seed), shape \(number)")
         }
     }
 
