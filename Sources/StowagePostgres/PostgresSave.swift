@@ -133,10 +133,12 @@ struct PostgresSave {
         // Batch deletes not sent with the look-ups go first, so that they see the rows
         // stored before the save, not its own inserts.
         let unsent = batchDeletes.map { (sql: $0.sql, parameters: $0.parameters) }
-        let first = (begun ? 0 : 1) + unsent.count
+        let opening = begun ? 0 : 1
         let results = try connection.pipeline(
             (begun ? [] : [("BEGIN", [])]) + unsent + writes + [("COMMIT", [])])
-        try collectBatchDeleted(results.dropFirst(first - unsent.count).prefix(unsent.count))
+        try collectBatchDeleted(results.dropFirst(opening).prefix(unsent.count))
+        // Where the writes' results begin.
+        let first = opening + unsent.count
 
         var reregister: [PersistentIdentifier: DefaultSnapshot] = [:]
         for snapshot in upserted { reregister[snapshot.persistentIdentifier] = snapshot }
