@@ -25,6 +25,23 @@ public enum BatchDeleteChecks {
     /// The check that the delete is part of the save's one commit.
     public static let oneCommit = "a failed save deletes nothing"
 
+    /// Saves `context` and returns the deleted identifiers its save notification names.
+    static func deletedIdentifiers(savingIn context: ModelContext) throws -> Set<PersistentIdentifier> {
+        let heard = PosixMutex<Set<PersistentIdentifier>>([])
+        let observer = NotificationCenter.default.addObserver(
+            forName: ModelContext.didSave, object: context, queue: nil
+        ) { note in
+            if let ids = note.userInfo?[ModelContext.NotificationKey.deletedIdentifiers.rawValue]
+                as? Set<PersistentIdentifier>
+            {
+                heard.withLock { $0 = ids }
+            }
+        }
+        defer { NotificationCenter.default.removeObserver(observer) }
+        try context.save()
+        return heard.withLock { $0 }
+    }
+
     /// A container for the models the checks use.
     public static func container(_ factory: StoreFactory) throws -> ModelContainer {
         try factory.make(Schema([Person.self, Trip.self, Item.self, Badge.self, Photo.self]))
@@ -49,20 +66,8 @@ public enum BatchDeleteChecks {
         // Another context sees nothing deleted until the save.
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Person>()) == 10)
 
-        let heard = PosixMutex<Set<PersistentIdentifier>>([])
-        let observer = NotificationCenter.default.addObserver(
-            forName: ModelContext.didSave, object: context, queue: nil
-        ) { note in
-            if let ids = note.userInfo?[ModelContext.NotificationKey.deletedIdentifiers.rawValue]
-                as? Set<PersistentIdentifier>
-            {
-                heard.withLock { $0 = ids }
-            }
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
-        try context.save()
+        let deletedInNotification = try deletedIdentifiers(savingIn: context)
         #expect(!context.hasChanges)
-        let deletedInNotification = heard.withLock { $0 }
         #expect(deletedInNotification.count == 5)
         #expect(deletedInNotification.contains(held.persistentModelID))
         #expect(held.isDeleted && held.modelContext == nil)
@@ -166,20 +171,8 @@ public enum BatchDeleteChecks {
         let container = try container(factory)
         let context = ModelContext(container)
         try seed(context, count: 12)
-        let heard = PosixMutex<Set<PersistentIdentifier>>([])
-        let observer = NotificationCenter.default.addObserver(
-            forName: ModelContext.didSave, object: context, queue: nil
-        ) { note in
-            if let ids = note.userInfo?[ModelContext.NotificationKey.deletedIdentifiers.rawValue]
-                as? Set<PersistentIdentifier>
-            {
-                heard.withLock { $0 = ids }
-            }
-        }
-        defer { NotificationCenter.default.removeObserver(observer) }
         try context.delete(model: Person.self, where: #Predicate { $0.name.contains("1") && $0.age > 1 })
-        try context.save()
-        #expect(heard.withLock { $0.count } == 2)
+        #expect(try deletedIdentifiers(savingIn: context).count == 2)
         let left = try ModelContext(container).fetch(FetchDescriptor<Person>(sortBy: [SortDescriptor(\.age)]))
         #expect(left.map(\.age) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
     }
