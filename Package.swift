@@ -166,3 +166,25 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The fuzz targets (`Fuzzing/`), only when STOWAGE_FUZZ is set: built by `Scripts/fuzz`
+// with AddressSanitizer and coverage, and linked with libFuzzer's driver alone (its `main`
+// would clash with the targets' own; linked into every executable, the macro plugin among
+// them, it broke the plugin's answers).
+// STOWAGE_FUZZ names the toolchain's `libclang_rt.fuzzer_no_main` archive.
+if let fuzzer = ProcessInfo.processInfo.environment["STOWAGE_FUZZ"] {
+    for (name, path) in [("FuzzToolRead", "ToolRead"), ("FuzzLogOpen", "LogOpen")] {
+        package.targets.append(
+            .executableTarget(
+                name: name,
+                dependencies: ["Stowage", "StowageInspection", "StowageTestSupport"],
+                path: "Fuzzing/\(path)",
+                linkerSettings: [
+                    .unsafeFlags([
+                        "-Xlinker", fuzzer, "-Xlinker", "--undefined=LLVMFuzzerRunDriver",
+                        "-Xlinker", "--export-dynamic-symbol=LLVMFuzzerRunDriver", "-lstdc++",
+                    ])
+                ]
+            ))
+    }
+}
