@@ -10,7 +10,7 @@ import Synchronization
 ///   `timestamptz`, `numeric`, `bytea`; `jsonb` for arrays, dictionaries and `Codable`
 ///   values), foreign keys for to-one relationships, a join table per to-many
 ///   relationship, `CREATE INDEX` for `#Index` and `UNIQUE` for `#Unique` and `.unique`
-///   (``PostgresTables``). The first open creates them, under an advisory lock, so that
+///   (`PostgresTables`). The first open creates them, under an advisory lock, so that
 ///   processes opening at once create them once; later opens compare the schema recorded
 ///   in the `stowage_metadata` table with the container's.
 /// - **Saves.** One SQL transaction per save, each entity's inserts, updates and deletes one
@@ -22,7 +22,7 @@ import Synchronization
 ///   `count(*)`; the rest is tested in memory (`explain` says which went where, and shows
 ///   PostgreSQL's plan).
 /// - **Connections.** A pool of connections (``PostgresStoreConfiguration/idleConnections``).
-///   A connection that fails is dropped: the call it served throws ``DataStoreError``
+///   A connection that fails is dropped: the call it served throws `DataStoreError`
 ///   `.ioFailure`, and the next call connects again.
 ///
 /// Where it differs from the other stores: dates are kept to the microsecond (PostgreSQL's
@@ -407,7 +407,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
 
     /// Deletes what `request` matches, in one statement when SQL can say all of its
     /// predicate. A context's deletes by predicate do not come here: its save runs them in
-    /// the save's own transaction (see ``PostgresSave``), as `DELETE … RETURNING`.
+    /// the save's own transaction (see `PostgresSave`), as `DELETE … RETURNING`.
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
         let table = try table(request.query.entity.name)
         var query = unsorted(request.query)

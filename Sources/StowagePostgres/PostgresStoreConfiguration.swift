@@ -23,7 +23,7 @@ public struct PostgresStoreConfiguration: DataStoreConfiguration {
     /// environment (`PGHOST`, `PGUSER`, `PGPASSWORD`, …) fill in what it leaves out.
     public var url: String
     /// How long opening the store, and each new connection after it, waits for the server
-    /// before it fails with ``DataStoreError`` `.ioFailure`, in seconds (libpq's
+    /// before it fails with `DataStoreError.ioFailure`, in seconds (libpq's
     /// `connect_timeout`; a `connect_timeout` in ``url`` wins). Default 10.
     public var connectTimeout: Int = 10
     /// The most idle connections the store keeps for later calls; calls made at once on

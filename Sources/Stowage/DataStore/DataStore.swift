@@ -12,14 +12,14 @@ import Foundation
 ///   deletes, or none of them. If it throws, the store's contents are exactly as before.
 /// - **Permanent identifiers.** Every inserted snapshot arrives with a temporary
 ///   identifier. The store assigns a permanent one, reports the mapping in
-///   ``DataStoreSaveChangesResult<DefaultSnapshot>/remappedIdentifiers``, and rewrites relationship values
+///   ``DataStoreSaveChangesResult/remappedIdentifiers``, and rewrites relationship values
 ///   in the saved snapshots that point at temporary identifiers.
 /// - **Uniqueness.** For entities with uniqueness constraints, an inserted snapshot that
 ///   collides with a stored record (or with an earlier insert in the same request) updates
 ///   that record instead (an upsert), and its temporary identifier is remapped to the
 ///   record's; the updated record is returned in
-///   ``DataStoreSaveChangesResult<DefaultSnapshot>/snapshotsToReregister``. When the request's
-///   ``DataStoreSaveChangesRequest<DefaultSnapshot>/uniquenessPolicy`` is `.fail`, the save throws
+///   ``DataStoreSaveChangesResult/snapshotsToReregister``. When the request's
+///   ``DataStoreSaveChangesRequest/uniquenessPolicy`` is `.fail`, the save throws
 ///   ``SwiftDataError/uniqueConstraintViolation`` instead. An update that collides always
 ///   throws that error.
 /// - **Read-your-writes.** A fetch that starts after a save returns sees that save.

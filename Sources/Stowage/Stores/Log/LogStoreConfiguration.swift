@@ -58,7 +58,7 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// Stowage's own.
     public var allowsSave: Bool = true
     /// When the store compacts itself; `nil` turns automatic compaction off.
-    /// ``compact()`` works either way.
+    /// ``LogStore/compact()`` works either way.
     public var automaticCompaction: AutomaticCompaction? = AutomaticCompaction()
 
     /// The dead-byte threshold past which a save schedules a compaction in the background.
