@@ -12,6 +12,7 @@ import Stowage
 ///
 /// Stowage's own: SwiftData stores only in Core Data's SQLite.
 public struct PostgresStoreConfiguration: DataStoreConfiguration {
+    /// The configuration opens a ``PostgresStore``.
     public typealias Store = PostgresStore
 
     /// The configuration's name.
@@ -37,6 +38,8 @@ public struct PostgresStoreConfiguration: DataStoreConfiguration {
         self.url = url
     }
 
+    /// Refuses an empty connection string and a `connectTimeout` below one second, with
+    /// `DataStoreError.ioFailure`, before the container opens the store.
     public func validate() throws {
         guard !url.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw DataStoreError(.ioFailure, "the PostgreSQL connection string of configuration \"\(name)\" is empty")

@@ -212,7 +212,9 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         }
     }
 
+    /// The position of the first model: 0.
     public var startIndex: Int { 0 }
+    /// The number of models the fetch matched.
     public var endIndex: Int {
         switch storage {
         case .identifiers(let ids): ids.count
