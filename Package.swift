@@ -172,13 +172,18 @@ let package = Package(
 // would clash with the targets' own; linked into every executable, the macro plugin among
 // them, it broke the plugin's answers).
 // STOWAGE_FUZZ names the toolchain's `libclang_rt.fuzzer_no_main` archive.
+// Each target is `Fuzzing/<name>`, its product `Fuzz<name>`; `Scripts/fuzz` lists the same.
+let fuzzTargets = [
+    "ToolRead", "LogOpen", "Checkpoint", "Commit", "Snapshot", "StoredSchema", "IndexKeys", "JSONParse", "JSONOpen",
+    "Queries",
+]
 if let fuzzer = ProcessInfo.processInfo.environment["STOWAGE_FUZZ"] {
-    for (name, path) in [("FuzzToolRead", "ToolRead"), ("FuzzLogOpen", "LogOpen")] {
+    for path in fuzzTargets {
         package.targets.append(
             .executableTarget(
-                name: name,
-                dependencies: ["Stowage", "StowageInspection", "StowageTestSupport"],
-                path: "Fuzzing/\(path)",
+                name: "Fuzz" + path,
+                dependencies: ["Stowage", "StowageInspection", "StowageTestSupport", "IndexKey"],
+                path: "Fuzzing/" + path,
                 linkerSettings: [
                     .unsafeFlags([
                         "-Xlinker", fuzzer, "-Xlinker", "--undefined=LLVMFuzzerRunDriver",

@@ -31,9 +31,11 @@ public enum FuzzDriver {
         return driver(&argc, &argv, entry)
     }
 
-    /// The directory each input is written to, one per process.
+    /// The directory each input is written to, one per process: in memory (`/dev/shm`)
+    /// where there is one, since every input is written and opened as a file.
     public static let directory: String = {
-        let path = NSTemporaryDirectory() + "stowage-fuzz-\(getpid())"
+        let base = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm/" : NSTemporaryDirectory()
+        let path = base + "stowage-fuzz-\(getpid())"
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }()

@@ -37,7 +37,7 @@ package struct JSONWriter {
         }
     }
 
-    mutating func beginObject() { openContainer(UInt8(ascii: "{")) }
+    package mutating func beginObject() { openContainer(UInt8(ascii: "{")) }
     package mutating func beginArray() { openContainer(UInt8(ascii: "[")) }
 
     /// Starts a member of the current object: `"key": `; the value follows.
@@ -58,7 +58,7 @@ package struct JSONWriter {
         hasItems.append(false)
     }
 
-    mutating func endObject() { closeContainer(UInt8(ascii: "}")) }
+    package mutating func endObject() { closeContainer(UInt8(ascii: "}")) }
     package mutating func endArray() { closeContainer(UInt8(ascii: "]")) }
 
     private mutating func closeContainer(_ close: UInt8) {

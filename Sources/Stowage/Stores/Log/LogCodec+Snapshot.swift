@@ -34,7 +34,7 @@ extension LogCodec {
     /// With `columns`, only the values at those positions are decoded (and only their
     /// external references gathered); the others are skipped and left `.null`, and a
     /// skipped string is not checked for valid UTF-8 (the block's checksum still covers it).
-    static func decodeSnapshot(
+    package static func decodeSnapshot(
         _ r: inout LogByteReader, map: LogEntityMap, externalReferences: inout [LogExternalReference],
         columns: SnapshotColumns = .all
     ) throws -> DefaultSnapshot {
@@ -72,7 +72,7 @@ extension LogCodec {
     }
 
     /// Decodes a snapshot that may not hold external references.
-    static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
+    package static func decodeSnapshot(_ r: inout LogByteReader, map: LogEntityMap) throws -> DefaultSnapshot {
         var references: [LogExternalReference] = []
         let snapshot = try decodeSnapshot(&r, map: map, externalReferences: &references)
         guard references.isEmpty else { throw LogDecodeError("an external reference where none may be") }

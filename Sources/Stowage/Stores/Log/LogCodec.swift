@@ -6,7 +6,7 @@ package enum LogCodec {
 
     // MARK: Header record
 
-    static func encodeHeader(
+    package static func encodeHeader(
         storeIdentifier: String, createdAt: Int64, schema: StoredSchema, formatVersion: LogFormatVersion
     ) -> [UInt8] {
         var w = LogByteWriter()
@@ -16,7 +16,7 @@ package enum LogCodec {
         return w.bytes
     }
 
-    static func decodeHeader(_ payload: [UInt8], formatVersion: LogFormatVersion = LogFormat.version) throws
+    package static func decodeHeader(_ payload: [UInt8], formatVersion: LogFormatVersion = LogFormat.version) throws
         -> (
             storeIdentifier: String, createdAt: Int64, schema: StoredSchema
         )

@@ -201,7 +201,7 @@ package enum LogFormat {
     }
 
     /// Reads and checks the record at `offset`, in the order `Formats/log.md` gives.
-    static func readRecord(
+    package static func readRecord(
         _ fs: any StoreFileSystem, _ fd: Int32, at offset: Int64, fileSize: Int64, salt: UInt64
     ) throws -> ReadOutcome {
         if offset == fileSize { return .end }
