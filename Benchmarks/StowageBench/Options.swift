@@ -117,6 +117,21 @@ struct WorkloadShape: Codable, Sendable, Hashable {
     var refetchSaves: Int { min(observeSaves, max(10, min(100, 10_000_000 / max(1, n)))) }
 }
 
+extension WorkloadShape {
+    /// Reads a shape as any run wrote it: results.json files written before a field existed
+    /// lack it, and it takes its default (`--report` draws old runs again).
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        n = try container.decode(Int.self, forKey: .n)
+        pointFetches = try container.decode(Int.self, forKey: .pointFetches)
+        rangeFetches = try container.decode(Int.self, forKey: .rangeFetches)
+        singleSaves = try container.decode(Int.self, forKey: .singleSaves)
+        seed = try container.decodeIfPresent(UInt64.self, forKey: .seed) ?? 42
+        randomNotes = try container.decodeIfPresent(Bool.self, forKey: .randomNotes) ?? true
+        asWritten = try container.decodeIfPresent(Bool.self, forKey: .asWritten) ?? false
+    }
+}
+
 let usage = """
     usage: stowage-bench [options]
 
@@ -142,7 +157,11 @@ let usage = """
       --btree               also run btree-bench (next to this executable) and include its tables
       --migration           also run migration-bench (next to this executable) at the largest N
                             and include its table: migration time and peak memory beside SQLite
-      --out DIR             write results.md, results.json and chart.svg to DIR
+      --out DIR             write results.md, results.json, chart.svg (ratios against SQLite)
+                            and scaling.svg (time per operation against N) to DIR
+      --report FILE         run nothing: read a results.json an earlier run wrote and write
+                            results.md, chart.svg and scaling.svg again from it, to --out DIR
+                            (default: the folder FILE is in)
       --as-written          the workload as an app writes it, at default settings on both
                             sides (implies --sqlite-cache-mib 0): point fetches through
                             #Predicate on the unique id, every property of every fetched row
@@ -178,6 +197,8 @@ struct Options {
     var randomNotes = true
     var asWritten = false
     var out: String?
+    /// `--report`: the results.json to draw the report from, instead of running anything.
+    var report: String?
     /// Set in a child: the one cell to run.
     var cell: CellSpec?
 
@@ -248,6 +269,7 @@ struct Options {
             case "--uniform-notes": randomNotes = false
             case "--as-written": asWritten = true
             case "--out": out = try value()
+            case "--report": report = try value()
             case "--postgres": setenv(PostgresBench.variable, try value(), 1)
             case "--quick":
                 ns = [2000]

@@ -33,6 +33,34 @@ if let cell = options.cell {
     exit(runCell(cell))
 }
 
+/// Writes results.md and the two charts (and results.json, given `json`) to `directory`.
+func writeReport(_ report: Report, to directory: URL, json: Bool) throws {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    if json {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try encoder.encode(report).write(to: directory.appendingPathComponent("results.json"))
+    }
+    try Data(report.markdown.utf8).write(to: directory.appendingPathComponent("results.md"))
+    try Data(report.ratioChartSVG.utf8).write(to: directory.appendingPathComponent("chart.svg"))
+    try Data(report.scalingChartSVG.utf8).write(to: directory.appendingPathComponent("scaling.svg"))
+}
+
+// `--report FILE`: the report of an earlier run, drawn again from its results.json.
+if let file = options.report {
+    let source = URL(fileURLWithPath: file)
+    let directory = options.out.map { URL(fileURLWithPath: $0) } ?? source.deletingLastPathComponent()
+    do {
+        let report = try JSONDecoder().decode(Report.self, from: Data(contentsOf: source))
+        try writeReport(report, to: directory, json: false)
+        progress("stowage-bench: wrote results.md, chart.svg and scaling.svg to \(directory.path)\n")
+        exit(0)
+    } catch {
+        progress("stowage-bench: cannot make the report of \(file): \(error)\n")
+        exit(1)
+    }
+}
+
 /// This executable, to run cells in children.
 let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
 
@@ -311,13 +339,8 @@ if let migrationText {
 if let out = options.out {
     do {
         let directory = URL(fileURLWithPath: out)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try encoder.encode(report).write(to: directory.appendingPathComponent("results.json"))
-        try Data(report.markdown.utf8).write(to: directory.appendingPathComponent("results.md"))
-        try Data(report.chartSVG.utf8).write(to: directory.appendingPathComponent("chart.svg"))
-        progress("stowage-bench: wrote results.md, results.json and chart.svg to \(directory.path)\n")
+        try writeReport(report, to: directory, json: true)
+        progress("stowage-bench: wrote results.md, results.json, chart.svg and scaling.svg to \(directory.path)\n")
     } catch {
         progress("stowage-bench: cannot write to \(out): \(error)\n")
         exit(1)

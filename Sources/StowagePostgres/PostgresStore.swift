@@ -10,7 +10,7 @@ import Synchronization
 ///   `timestamptz`, `numeric`, `bytea`; `jsonb` for arrays, dictionaries and `Codable`
 ///   values), foreign keys for to-one relationships, a join table per to-many
 ///   relationship, `CREATE INDEX` for `#Index` and `UNIQUE` for `#Unique` and `.unique`
-///   (``PostgresTables``). The first open creates them, under an advisory lock, so that
+///   (`PostgresTables`). The first open creates them, under an advisory lock, so that
 ///   processes opening at once create them once; later opens compare the schema recorded
 ///   in the `stowage_metadata` table with the container's.
 /// - **Saves.** One SQL transaction per save, each entity's inserts, updates and deletes one
@@ -22,7 +22,7 @@ import Synchronization
 ///   `count(*)`; the rest is tested in memory (`explain` says which went where, and shows
 ///   PostgreSQL's plan).
 /// - **Connections.** A pool of connections (``PostgresStoreConfiguration/idleConnections``).
-///   A connection that fails is dropped: the call it served throws ``DataStoreError``
+///   A connection that fails is dropped: the call it served throws `DataStoreError`
 ///   `.ioFailure`, and the next call connects again.
 ///
 /// Where it differs from the other stores: dates are kept to the microsecond (PostgreSQL's
@@ -32,13 +32,17 @@ import Synchronization
 public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     // @unchecked Sendable: the only mutable state is the pool, behind its Mutex; each
     // connection is used by one call at a time.
+    /// The store is opened by a ``PostgresStoreConfiguration``.
     public typealias Configuration = PostgresStoreConfiguration
+    /// The store reads and writes Stowage's `DefaultSnapshot`s.
     public typealias Snapshot = DefaultSnapshot
 
+    /// The configuration the store was opened with.
     public let configuration: PostgresStoreConfiguration
     /// The database's own identifier, made when its tables were created and kept in
     /// `stowage_metadata`, so that identifiers agree between processes.
     public let identifier: String
+    /// The models the database holds.
     public let schema: Schema
     let tables: PostgresTables
     private let pool = PosixMutex<[PostgresConnection]>([])
@@ -53,6 +57,13 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// A key for `pg_advisory_xact_lock` while the tables are made ("stowage").
     private static let creationLock: Int64 = 0x73_74_6f_77_61_67_65
 
+    /// Connects to the database and makes the tables if there are none (under an advisory
+    /// lock, so that processes opening an empty database at once make them once), or
+    /// checks that the tables there are this schema's.
+    /// - Throws: `DataStoreError` `.ioFailure` when the server cannot be reached,
+    ///   `.schemaMismatch` when the database holds another schema, `.wrongFormat` for tables
+    ///   Stowage did not make or of a later layout, `.unsupportedFeature` for a schema with
+    ///   model inheritance.
     public init(_ configuration: PostgresStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
         try configuration.validate()
         self.configuration = configuration
@@ -212,6 +223,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
 
     // MARK: Reading
 
+    /// The rows the request's descriptor selects: what SQL can say of the predicate, sort and
+    /// window runs on the server, the rest in memory on the rows that come back.
     public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
         -> DataStoreFetchResult<T, DefaultSnapshot>
     {
@@ -292,6 +305,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         }
     }
 
+    /// The number of rows the request's descriptor selects: `count(*)` on the server when SQL
+    /// can say the whole predicate, else a fetch counted in memory.
     public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
         let query = request.query
         let table = try table(query.entity.name)
@@ -306,6 +321,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         return query.limit.map { min($0, afterOffset) } ?? afterOffset
     }
 
+    /// The identifiers of the rows the request's descriptor selects, in its order: only the
+    /// keys come back when the server can apply the whole descriptor.
     public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
         -> [PersistentIdentifier]
     {
@@ -369,6 +386,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// The fewest keys ``snapshots(for:)`` reads as a range.
     static let rangeReadMinimum = 64
 
+    /// Which part of the request went to SQL and which stays in memory, then the server's
+    /// own `EXPLAIN`, its lines joined by ` / `.
     public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
         let table = try table(request.query.entity.name)
         let plan = PostgresQueryPlan(request.query, table: table, store: identifier)
@@ -385,6 +404,9 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
 
     // MARK: Writing
 
+    /// Runs a save as one SQL transaction; it commits whole or throws. A save that meets a
+    /// row another process inserted after its look-up of unique values runs again, up to
+    /// three times.
     public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws
         -> DataStoreSaveChangesResult<DefaultSnapshot>
     {
@@ -407,7 +429,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
 
     /// Deletes what `request` matches, in one statement when SQL can say all of its
     /// predicate. A context's deletes by predicate do not come here: its save runs them in
-    /// the save's own transaction (see ``PostgresSave``), as `DELETE … RETURNING`.
+    /// the save's own transaction (see `PostgresSave`), as `DELETE … RETURNING`.
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
         let table = try table(request.query.entity.name)
         var query = unsorted(request.query)
@@ -428,6 +450,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         }
     }
 
+    /// Empties every table of the schema's entities and to-many relationships
+    /// (`TRUNCATE`); the tables stay.
     public func erase() throws {
         let names =
             tables.entities.values.map { quote($0.name) }

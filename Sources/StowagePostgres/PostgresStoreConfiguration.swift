@@ -12,6 +12,7 @@ import Stowage
 ///
 /// Stowage's own: SwiftData stores only in Core Data's SQLite.
 public struct PostgresStoreConfiguration: DataStoreConfiguration {
+    /// The configuration opens a ``PostgresStore``.
     public typealias Store = PostgresStore
 
     /// The configuration's name.
@@ -23,7 +24,7 @@ public struct PostgresStoreConfiguration: DataStoreConfiguration {
     /// environment (`PGHOST`, `PGUSER`, `PGPASSWORD`, …) fill in what it leaves out.
     public var url: String
     /// How long opening the store, and each new connection after it, waits for the server
-    /// before it fails with ``DataStoreError`` `.ioFailure`, in seconds (libpq's
+    /// before it fails with `DataStoreError.ioFailure`, in seconds (libpq's
     /// `connect_timeout`; a `connect_timeout` in ``url`` wins). Default 10.
     public var connectTimeout: Int = 10
     /// The most idle connections the store keeps for later calls; calls made at once on
@@ -37,6 +38,8 @@ public struct PostgresStoreConfiguration: DataStoreConfiguration {
         self.url = url
     }
 
+    /// Refuses an empty connection string and a `connectTimeout` below one second, with
+    /// `DataStoreError.ioFailure`, before the container opens the store.
     public func validate() throws {
         guard !url.trimmingCharacters(in: .whitespaces).isEmpty else {
             throw DataStoreError(.ioFailure, "the PostgreSQL connection string of configuration \"\(name)\" is empty")

@@ -16,12 +16,19 @@ struct Inspect: StowageCommand {
                     "_ zeros a store reserved after its last record",
                 ]),
             OptionSpec("--width", .any(placeholder: "N"), help: ["The strip's width in characters (default 64)"]),
+            OptionSpec(
+                "--svg", .any(placeholder: "FILE"),
+                help: [
+                    "Also draw the log as an SVG picture in FILE: the file as one",
+                    "strip, each region at its share of the bytes, with offsets",
+                    "and each kind's bytes (the store itself is not written)",
+                ]),
         ])
 
     static let help = CommandHelp(
         abstract: "The format, the schema, record counts, and the log's space use",
         overview: "show what a store file holds",
-        usage: "stowage inspect [--json] [--map [--width N]] PATH",
+        usage: "stowage inspect [--json] [--map [--width N]] [--svg FILE] PATH",
         discussion: """
             Prints the format and its version, the file size, the store identifier, the schema
             (version; entities with their properties and types, relationships, uniqueness
@@ -56,6 +63,8 @@ struct Inspect: StowageCommand {
     let json: Bool
     /// The map's width when `--map` is given.
     let mapWidth: Int?
+    /// Where `--svg` writes the picture of the log.
+    let svgPath: String?
 
     init(_ invocation: Invocation) throws(UsageError) {
         var width = 64
@@ -71,6 +80,7 @@ struct Inspect: StowageCommand {
         path = invocation.path
         json = invocation.has("--json")
         mapWidth = invocation.has("--map") ? width : nil
+        svgPath = invocation.options["--svg"]
     }
 
     func run(console: Console) throws -> ExitStatus {
@@ -79,6 +89,20 @@ struct Inspect: StowageCommand {
             console.print(Self.jsonObject(store, mapWidth: mapWidth).rendered())
         } else {
             Self.printText(store, mapWidth: mapWidth, on: console)
+        }
+        if let svgPath {
+            guard let log = store.log else {
+                console.error(
+                    "stowage inspect: \(svgPath) not written: a JSON store is one document, rewritten whole by "
+                        + "every save; it has no regions to draw")
+                return .failed
+            }
+            do {
+                try Data(LogMapSVG.render(store, log: log).utf8).write(to: URL(fileURLWithPath: svgPath))
+            } catch {
+                console.error("stowage inspect: cannot write \(svgPath): \(error)")
+                return .failed
+            }
         }
         // The text describes the valid part before any damage; the status says there was some.
         return store.damage == nil ? .ok : .failed

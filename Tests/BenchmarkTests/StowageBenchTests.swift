@@ -6,7 +6,7 @@ import Testing
 #endif
 
 /// Proves that `stowage-bench` works end to end (CI times nothing): a tiny run of every store
-/// and its SQLite peer, and the three files `--out` writes.
+/// and its SQLite peer, the four files `--out` writes, and `--report`, which draws them again.
 @Suite("stowage-bench", .serialized)
 struct StowageBenchTests {
     /// The benchmark executable, built beside the test bundle.
@@ -57,28 +57,42 @@ struct StowageBenchTests {
         return directory
     }
 
-    /// The bars of the chart: (n, phase, store, side) for every `rect` of class `bar`.
-    final class BarCollector: NSObject, XMLParserDelegate {
+    /// The marks of a chart: `n/phase/store` for every `rect` of class `bar` (the ratios), and
+    /// `n/phase/store/side` for every `circle` of class `point` (the scaling chart).
+    final class MarkCollector: NSObject, XMLParserDelegate {
         var bars: [String] = []
-        var elements = 0
+        var points: [String] = []
         var sawSVG = false
 
         func parser(
             _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
             qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
         ) {
-            elements += 1
             if elementName == "svg" { sawSVG = true }
-            guard elementName == "rect", attributeDict["class"] == "bar" else { return }
-            bars.append(
-                [
-                    attributeDict["data-n"] ?? "?", attributeDict["data-phase"] ?? "?",
-                    attributeDict["data-store"] ?? "?", attributeDict["data-side"] ?? "?",
-                ].joined(separator: "/"))
+            let key = [
+                attributeDict["data-n"] ?? "?", attributeDict["data-phase"] ?? "?", attributeDict["data-store"] ?? "?",
+            ]
+            if elementName == "rect", attributeDict["class"] == "bar" {
+                bars.append(key.joined(separator: "/"))
+            } else if elementName == "circle", attributeDict["class"] == "point" {
+                points.append((key + [attributeDict["data-side"] ?? "?"]).joined(separator: "/"))
+            }
         }
     }
 
-    @Test("a tiny run of every store writes results.md, results.json and chart.svg")
+    /// Reads a chart's marks; expects well-formed SVG.
+    static func marks(_ file: URL, sourceLocation: SourceLocation = #_sourceLocation) throws -> MarkCollector {
+        let parser = XMLParser(data: try Data(contentsOf: file))
+        let collector = MarkCollector()
+        parser.delegate = collector
+        #expect(
+            parser.parse(), "\(file.lastPathComponent) is not well-formed: \(String(describing: parser.parserError))",
+            sourceLocation: sourceLocation)
+        #expect(collector.sawSVG, sourceLocation: sourceLocation)
+        return collector
+    }
+
+    @Test("a tiny run of every store writes results.md, results.json, chart.svg and scaling.svg")
     func tinyRun() throws {
         let directory = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -110,6 +124,7 @@ struct StowageBenchTests {
         let comparisons = try #require(report["comparisons"] as? [[String: Any]])
         #expect(comparisons.compactMap { $0["store"] as? String }.sorted() == Self.stores.sorted())
         var expectedBars: [String] = []
+        var expectedPoints: [String] = []
         var titles: [String] = []
         for comparison in comparisons {
             let store = try #require(comparison["store"] as? String)
@@ -124,8 +139,9 @@ struct StowageBenchTests {
                 #expect((phase["ratio"] as? Double).map { $0.isFinite && $0 > 0 } == true)
                 #expect((phase["stowageOpsPerSecond"] as? Double ?? 0) > 0)
                 if let title = phase["title"] as? String { titles.append(title) }
+                expectedBars.append("300/\(phase["key"] as? String ?? "?")/\(store)")
                 for side in ["stowage", "sqlite"] {
-                    expectedBars.append("300/\(phase["key"] as? String ?? "?")/\(store)/\(side)")
+                    expectedPoints.append("300/\(phase["key"] as? String ?? "?")/\(store)/\(side)")
                 }
             }
             let peak = try #require(comparison["peakRSSBytes"] as? [String: Any])
@@ -145,15 +161,42 @@ struct StowageBenchTests {
             #expect(found >= wanted, "results.md has \(found) rows for '\(title)', wanted \(wanted)")
         }
 
-        // chart.svg: well-formed XML with one bar per (phase, store, side).
-        let svg = try Data(contentsOf: out.appendingPathComponent("chart.svg"))
-        let parser = XMLParser(data: svg)
-        let collector = BarCollector()
-        parser.delegate = collector
-        #expect(parser.parse(), "chart.svg is not well-formed: \(String(describing: parser.parserError))")
-        #expect(collector.sawSVG)
-        #expect(collector.bars.sorted() == expectedBars.sorted())
-        #expect(Set(collector.bars).count == collector.bars.count)
+        // chart.svg: one ratio bar per (phase, store); scaling.svg: a point per (phase, store,
+        // side) at the one N.
+        let chart = try Self.marks(out.appendingPathComponent("chart.svg"))
+        #expect(chart.bars.sorted() == expectedBars.sorted())
+        let scaling = try Self.marks(out.appendingPathComponent("scaling.svg"))
+        #expect(scaling.points.sorted() == expectedPoints.sorted())
+
+        // --report draws the same report again from results.json alone.
+        let again = directory.appendingPathComponent("again")
+        let redraw = try Self.run(
+            ["--report", out.appendingPathComponent("results.json").path, "--out", again.path], in: directory)
+        #expect(redraw.status == 0, "stowage-bench --report failed: \(redraw.stderr)")
+        for file in ["results.md", "chart.svg", "scaling.svg"] {
+            let first = try String(contentsOf: out.appendingPathComponent(file), encoding: .utf8)
+            let second = try String(contentsOf: again.appendingPathComponent(file), encoding: .utf8)
+            #expect(first == second, "--report drew another \(file)")
+        }
+    }
+
+    @Test("--report draws the committed run's charts again, from a results.json written before later fields")
+    func reportOfCommittedRun() throws {
+        let directory = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let results = repository.appendingPathComponent("Benchmarks/results/results.json")
+        let outcome = try Self.run(["--report", results.path, "--out", directory.path], in: directory)
+        #expect(outcome.status == 0, "stowage-bench --report failed: \(outcome.stderr)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: results)) as? [String: Any])
+        let comparisons = try #require(report["comparisons"] as? [[String: Any]])
+        let phases = comparisons.reduce(0) { $0 + (($1["phases"] as? [Any])?.count ?? 0) }
+        let chart = try Self.marks(directory.appendingPathComponent("chart.svg"))
+        #expect(chart.bars.count == phases)
+        let scaling = try Self.marks(directory.appendingPathComponent("scaling.svg"))
+        #expect(scaling.points.count == 2 * phases)
     }
 
     @Test("a bad option is a usage error with status 2")

@@ -9,6 +9,7 @@ import Foundation
 /// defaults: `.full` durability and point-in-time recovery; open a
 /// ``LogStoreConfiguration`` to choose others.
 public struct ModelConfiguration: DataStoreConfiguration, Hashable {
+    /// The store a configuration on disk opens; an in-memory one opens a ``MemoryStore``.
     public typealias Store = LogStore
 
     /// An app-group container: on Apple platforms, a directory that apps of one group
@@ -18,8 +19,12 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     public struct GroupContainer: Hashable, Sendable {
         let value: String
         let isIdentifier: Bool
+        /// The default: stores live in ``ModelConfiguration/defaultDirectory``.
         public static let automatic = GroupContainer(value: "automatic", isIdentifier: false)
+        /// No group: stores live in ``ModelConfiguration/defaultDirectory``.
         public static let none = GroupContainer(value: "none", isIdentifier: false)
+        /// The group `id`: stores live in the directory `id` inside
+        /// ``ModelConfiguration/defaultDirectory`` (a slash in `id` becomes `_`).
         public static func identifier(_ id: String) -> GroupContainer { GroupContainer(value: id, isIdentifier: true) }
 
         /// The directory that stores of this group live in.
@@ -36,12 +41,19 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     /// no CloudKit, and a store with `.automatic` or `.private(_:)` stays on this machine.
     public struct CloudKitDatabase: Hashable, Sendable {
         let value: String
+        /// The default; no effect on Linux.
         public static let automatic = CloudKitDatabase(value: "automatic")
+        /// No CloudKit database.
         public static let none = CloudKitDatabase(value: "none")
+        /// The private CloudKit database of container `id`; no effect on Linux.
         public static func `private`(_ id: String) -> CloudKitDatabase { CloudKitDatabase(value: id) }
     }
 
+    /// The configuration's name: by default `default`, or the file name of `url` without
+    /// its extension.
     public var name: String
+    /// The models this configuration's store holds, or `nil` for every model of the
+    /// container.
     public var schema: Schema?
     /// Whether the store lives in memory only.
     public let isStoredInMemoryOnly: Bool
@@ -52,7 +64,9 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
     public let allowsSave: Bool
     /// Where the on-disk store lives.
     public let url: URL
+    /// The app group whose directory the store lives in, when no `url` was given.
     public let groupContainer: GroupContainer
+    /// The CloudKit database, accepted and without effect on Linux.
     public let cloudKitDatabase: CloudKitDatabase
 
     /// A configuration for the default store, or an in-memory one.
@@ -104,6 +118,9 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
         return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share", isDirectory: true)
     }
 
+    /// Opens the store: a ``MemoryStore`` when ``isStoredInMemoryOnly``, else a ``LogStore``
+    /// at ``url`` with the log store's defaults (read-only when ``allowsSave`` is `false`),
+    /// creating its directory with mode 0700 first.
     public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
         if isStoredInMemoryOnly {
             return try MemoryStore(
@@ -125,11 +142,14 @@ public struct ModelConfiguration: DataStoreConfiguration, Hashable {
             LogStoreConfiguration(name: name, schema: self.schema ?? schema, url: url), migrationPlan: migrationPlan)
     }
 
+    /// Whether two configurations describe the same store: the same name, place, schema,
+    /// memory-only and read-only settings.
     public static func == (lhs: ModelConfiguration, rhs: ModelConfiguration) -> Bool {
         lhs.name == rhs.name && lhs.isStoredInMemoryOnly == rhs.isStoredInMemoryOnly && lhs.url == rhs.url
             && lhs.allowsSave == rhs.allowsSave && lhs.schema == rhs.schema
     }
 
+    /// Hashes the name, the memory-only setting and the URL.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(isStoredInMemoryOnly)

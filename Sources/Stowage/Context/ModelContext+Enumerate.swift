@@ -32,7 +32,7 @@ extension ModelContext {
     /// changed models stay registered until saved.
     ///
     /// Stowage's own: the models one batch loads share one observation registrar (see
-    /// ``ModelBackingData/_firstObservation()``). An observer of one of them is told of every
+    /// `ModelBackingData._firstObservation()`). An observer of one of them is told of every
     /// change to what it read, and may also be told of a change to the same property of
     /// another model of its batch. SwiftData gives each model its own registrar.
     ///
@@ -40,7 +40,7 @@ extension ModelContext {
     /// strong, weak or unowned reference, no pending change), may come back to the block
     /// holding a later record, instead of being freed and a new model made for that record.
     /// Only for a `@Model` class that is `final`, names no superclass, has no `deinit`, and
-    /// persists every stored property (``PersistentModel/_stowageRecyclable``), so that the
+    /// persists every stored property (`PersistentModel._stowageRecyclable`), so that the
     /// backing data is all a model's state. No code can reach the old model to see the
     /// difference; only `ObjectIdentifier`s repeat, as they can once any object is freed.
     /// Compare ``PersistentModel/persistentModelID``s instead.
@@ -212,7 +212,9 @@ public struct FetchResultsCollection<Element: PersistentModel>: RandomAccessColl
         }
     }
 
+    /// The position of the first model: 0.
     public var startIndex: Int { 0 }
+    /// The number of models the fetch matched.
     public var endIndex: Int {
         switch storage {
         case .identifiers(let ids): ids.count

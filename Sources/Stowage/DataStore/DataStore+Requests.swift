@@ -79,6 +79,8 @@ public struct DataStoreSaveChangesRequest<SnapshotType: DataStoreSnapshot>: Send
     /// other store.
     package var batchDeletes: [FetchQuery] = []
 
+    /// A save of `inserted`, `updated` and `deleted` from the context `editingState`
+    /// describes, with `uniquenessPolicy` for collisions on unique values.
     public init(
         editingState: EditingState, inserted: [SnapshotType], updated: [SnapshotType],
         deleted: [SnapshotType], uniquenessPolicy: UniquenessPolicy = .upsert

@@ -12,14 +12,14 @@ import Foundation
 ///   deletes, or none of them. If it throws, the store's contents are exactly as before.
 /// - **Permanent identifiers.** Every inserted snapshot arrives with a temporary
 ///   identifier. The store assigns a permanent one, reports the mapping in
-///   ``DataStoreSaveChangesResult<DefaultSnapshot>/remappedIdentifiers``, and rewrites relationship values
+///   ``DataStoreSaveChangesResult/remappedIdentifiers``, and rewrites relationship values
 ///   in the saved snapshots that point at temporary identifiers.
 /// - **Uniqueness.** For entities with uniqueness constraints, an inserted snapshot that
 ///   collides with a stored record (or with an earlier insert in the same request) updates
 ///   that record instead (an upsert), and its temporary identifier is remapped to the
 ///   record's; the updated record is returned in
-///   ``DataStoreSaveChangesResult<DefaultSnapshot>/snapshotsToReregister``. When the request's
-///   ``DataStoreSaveChangesRequest<DefaultSnapshot>/uniquenessPolicy`` is `.fail`, the save throws
+///   ``DataStoreSaveChangesResult/snapshotsToReregister``. When the request's
+///   ``DataStoreSaveChangesRequest/uniquenessPolicy`` is `.fail`, the save throws
 ///   ``SwiftDataError/uniqueConstraintViolation`` instead. An update that collides always
 ///   throws that error.
 /// - **Read-your-writes.** A fetch that starts after a save returns sees that save.
@@ -112,22 +112,27 @@ extension DataStore {
         request.query.description
     }
 
+    /// The default: fetches the records and counts them.
     public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
         try fetch(request).fetchedSnapshots.count
     }
 
+    /// The default: fetches the records and takes their identifiers.
     public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
         -> [PersistentIdentifier]
     {
         try fetch(request).fetchedSnapshots.map(\.persistentIdentifier)
     }
 
+    /// The default: no cache, so the context fetches every identifier it asks for.
     public func cachedSnapshots(for persistentIdentifiers: [PersistentIdentifier], editingState: EditingState) throws
         -> [PersistentIdentifier: Snapshot]
     { [:] }
 
+    /// The default does nothing.
     public func initializeState(for editingState: EditingState) {}
 
+    /// The default does nothing.
     public func invalidateState(for editingState: EditingState) {}
 
     /// The cached snapshots first; then, for each entity of the rest, a fetch of those
@@ -192,8 +197,11 @@ public protocol DataStoreConfiguration: Hashable, Sendable {
 }
 
 extension DataStoreConfiguration {
+    /// The default accepts every configuration.
     public func validate() throws {}
 
+    /// The default opens `Store` with a copy of this configuration whose schema is
+    /// `schema` when it had none.
     public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
         var configuration = self
         if configuration.schema == nil { configuration.schema = schema }
@@ -251,6 +259,7 @@ public struct EditingState: Sendable, Hashable {
     /// The context's author, for history.
     public let author: String?
 
+    /// The editing state of a context identified by `id`, saving as `author`.
     public init(id: UUID = UUID(), author: String? = nil) {
         self.id = id
         self.author = author

@@ -14,10 +14,12 @@ public protocol DataStoreSnapshot: Codable, Sendable {
 ///
 /// Relationship values are `.identifier` (to-one) or an `.array` of them (to-many).
 public struct DefaultSnapshot: DataStoreSnapshot, Hashable {
+    /// The identifier of the model the snapshot is of.
     public let persistentIdentifier: PersistentIdentifier
     /// The values, in the order of ``Schema/Entity/properties``.
     public var values: [SnapshotValue]
 
+    /// A snapshot of the model `persistentIdentifier` names, with its values in schema order.
     public init(persistentIdentifier: PersistentIdentifier, values: [SnapshotValue]) {
         self.persistentIdentifier = persistentIdentifier
         self.values = values
@@ -29,6 +31,9 @@ public struct DefaultSnapshot: DataStoreSnapshot, Hashable {
         entity.indexByName[name].flatMap { $0 < values.count ? values[$0] : nil }
     }
 
+    /// A copy under `persistentIdentifier` whose relationship values name, in place of each
+    /// key of `remappedIdentifiers`, its value: how a store turns the temporary identifiers
+    /// of a save's inserts into the permanent ones it gave them.
     public func copy(
         persistentIdentifier: PersistentIdentifier, remappedIdentifiers: [PersistentIdentifier: PersistentIdentifier]?
     ) -> DefaultSnapshot {

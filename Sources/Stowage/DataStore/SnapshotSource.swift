@@ -39,6 +39,7 @@ public protocol SnapshotSource: AnyObject, Sendable {
 }
 
 extension SnapshotSource {
+    /// The default: each record in turn, through ``snapshot(entity:key:at:columns:)``.
     public func forEachSnapshot(
         entity: String, keys: [Int64], at locations: [RowLocation], columns: SnapshotColumns,
         _ body: (Int, DefaultSnapshot, Bool) throws -> Void
@@ -50,17 +51,20 @@ extension SnapshotSource {
         }
     }
 
+    /// The default hands over nothing: the caller reads every record.
     public func cachedSnapshots(
         entity: String, keys: [Int64], at locations: [RowLocation], positions: [Int],
         into result: inout [DefaultSnapshot?]
     ) {}
 
+    /// The default reads the whole record, whatever `columns` asks for.
     public func snapshot(entity: String, key: Int64, at location: RowLocation, columns: SnapshotColumns) throws
         -> (snapshot: DefaultSnapshot, isWhole: Bool)
     {
         (try snapshot(entity: entity, key: key, at: location), true)
     }
 
+    /// The default reads the whole record, external values included.
     public func snapshotWithoutExternalValues(entity: String, key: Int64, at location: RowLocation) throws
         -> DefaultSnapshot
     {
@@ -88,8 +92,10 @@ public struct SnapshotColumns: Sendable, Equatable {
         self.mask = mask
     }
 
+    /// Whether every value is needed.
     public var isAll: Bool { mask == .max }
 
+    /// Whether the value at `position` is needed.
     public func contains(_ position: Int) -> Bool {
         position >= 64 || (position >= 0 && mask & (1 << UInt64(position)) != 0)
     }

@@ -5,7 +5,7 @@ import IndexKey
 extension SnapshotTable {
     /// Validates a save against the current records without changing anything. A table
     /// that holds rows by location also reads the records the save replaces
-    /// (``loadReplaced(_:)``), so that ``apply(_:)`` cannot fail.
+    /// (`loadReplaced(_:)`), so that ``apply(_:)`` cannot fail.
     /// - Throws: ``SwiftDataError`` `.uniqueConstraintViolation`, `.unknownModelType` or
     ///   `.modelValidationFailure`; the source's error when a replaced record cannot be read.
     public func prepare(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> PreparedSave {

@@ -38,7 +38,9 @@ extension SnapshotTable {
         /// updated, and the identifiers deleted. Log-structured stores write these.
         /// Built from the writes when read: a million-row save does not keep a second list.
         public var storedInserts: [DefaultSnapshot] { writes.filter { $0.isInsert }.map { $0.snapshot } }
+        /// The updated snapshots, as they will be stored.
         public var storedUpdates: [DefaultSnapshot] { writes.filter { !$0.isInsert }.map { $0.snapshot } }
+        /// The identifiers of the records the save deletes.
         public internal(set) var storedDeletes: [PersistentIdentifier] = []
         /// What each write puts in the table, by position in `writes`: `nil` puts the
         /// snapshot itself; a log store of version 4 or 5 puts where it wrote it.

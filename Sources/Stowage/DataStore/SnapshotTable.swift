@@ -35,6 +35,8 @@ public struct SnapshotTable: Sendable {
     /// The transaction identifier the next entry of ``history`` takes.
     var nextHistoryTransaction: Int64 = 1
 
+    /// An empty table for `schema`'s entities, whose records get identifiers of the store
+    /// `storeIdentifier`.
     public init(schema: Schema, storeIdentifier: String) {
         self.schema = schema
         var scopes: [String: IdentifierScope] = [:]

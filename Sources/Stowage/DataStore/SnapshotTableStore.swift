@@ -9,6 +9,8 @@ public protocol SnapshotTableStore: DataStore, Sendable where Snapshot == Defaul
 }
 
 extension SnapshotTableStore {
+    /// The snapshots the request's descriptor selects, from the table, in its order and
+    /// window.
     public func fetch<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> DataStoreFetchResult<
         T, DefaultSnapshot
     > {
@@ -16,16 +18,21 @@ extension SnapshotTableStore {
         return DataStoreFetchResult(descriptor: request.descriptor, fetchedSnapshots: snapshots)
     }
 
+    /// The number of records the request's descriptor selects, counted from indexes where
+    /// the plan allows.
     public func fetchCount<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> Int {
         try withTable { try $0.count(request.query) }
     }
 
+    /// The identifiers of the records the request's descriptor selects, in its order.
     public func fetchIdentifiers<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws
         -> [PersistentIdentifier]
     {
         try withTable { try $0.identifiers(request.query) }
     }
 
+    /// The plan the table would run for the request, as one line (see
+    /// ``ModelContext/explain(_:)``).
     public func explain<T: PersistentModel>(_ request: DataStoreFetchRequest<T>) throws -> String {
         withTable { table in
             request.query.spansSubentities
@@ -33,6 +40,7 @@ extension SnapshotTableStore {
         }
     }
 
+    /// The stored snapshots of `identifiers`; an identifier with no record is left out.
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
         try withTable { try $0.snapshots(for: identifiers) }
     }

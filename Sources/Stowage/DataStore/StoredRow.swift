@@ -8,13 +8,16 @@ public struct RowLocation: Hashable, Sendable {
     /// The store's encoding of the place.
     public let rawValue: UInt64
 
+    /// A location the store encoded as `rawValue`.
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 }
 
 /// A record as a ``SnapshotTable`` holds it: its snapshot, or where a store that keeps its
 /// records on disk can read it back.
 public enum StoredRow: Sendable {
+    /// The record itself, held in memory.
     case snapshot(DefaultSnapshot)
+    /// Where the store can read the record back.
     case location(RowLocation)
 
     /// Where the record is, for a row held by location.

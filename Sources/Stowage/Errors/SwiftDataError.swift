@@ -8,21 +8,36 @@ import Foundation
 public struct SwiftDataError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure this is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as its static property spells it.
         public let rawValue: String
+        /// A code named `rawValue`.
         public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
         public var description: String { rawValue }
 
+        /// The code of ``SwiftDataError/unsupportedPredicate``.
         public static let unsupportedPredicate = Code("unsupportedPredicate")
+        /// The code of ``SwiftDataError/unsupportedSortDescriptor``.
         public static let unsupportedSortDescriptor = Code("unsupportedSortDescriptor")
+        /// The code of ``SwiftDataError/unsupportedValue``.
         public static let unsupportedValue = Code("unsupportedValue")
+        /// The code of ``SwiftDataError/modelValidationFailure``.
         public static let modelValidationFailure = Code("modelValidationFailure")
+        /// The code of ``SwiftDataError/uniqueConstraintViolation``.
         public static let uniqueConstraintViolation = Code("uniqueConstraintViolation")
+        /// The code of ``SwiftDataError/deleteRuleDenied``.
         public static let deleteRuleDenied = Code("deleteRuleDenied")
+        /// The code of ``SwiftDataError/unknownModelType``.
         public static let unknownModelType = Code("unknownModelType")
+        /// The code of ``SwiftDataError/configurationSchemaMismatch``.
         public static let configurationSchemaMismatch = Code("configurationSchemaMismatch")
+        /// The code of ``SwiftDataError/includePendingChangesWithBatchSize``.
         public static let includePendingChangesWithBatchSize = Code("includePendingChangesWithBatchSize")
+        /// The code of ``SwiftDataError/escapingMutationsInEnumeration``.
         public static let escapingMutationsInEnumeration = Code("escapingMutationsInEnumeration")
+        /// The code of ``SwiftDataError/loadIssueModelContainer``.
         public static let loadIssueModelContainer = Code("loadIssueModelContainer")
+        /// The code of ``SwiftDataError/missingModel``.
         public static let missingModel = Code("missingModel")
     }
 
@@ -33,12 +48,15 @@ public struct SwiftDataError: Error, Sendable, Equatable, CustomStringConvertibl
     /// The error underneath, if one caused this.
     public let underlying: (any Error & Sendable)?
 
+    /// An error of kind `code` that says, in `message`, what failed, with the error that
+    /// caused it, if any.
     public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
+    /// Whether two errors are of the same kind; their messages are not compared.
     public static func == (lhs: SwiftDataError, rhs: SwiftDataError) -> Bool { lhs.code == rhs.code }
 
     /// Lets `catch SwiftDataError.unsupportedPredicate` match any error of that code.
@@ -46,6 +64,7 @@ public struct SwiftDataError: Error, Sendable, Equatable, CustomStringConvertibl
         (value as? SwiftDataError)?.code == pattern.code
     }
 
+    /// The code and the message: `SwiftDataError.unsupportedPredicate: …`.
     public var description: String { "SwiftDataError.\(code): \(message)" }
 
     /// A predicate uses an expression Stowage cannot evaluate; the message names it.
@@ -79,35 +98,57 @@ public struct SwiftDataError: Error, Sendable, Equatable, CustomStringConvertibl
 public struct DataStoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What kind of failure this is.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, as its static property spells it.
         public let rawValue: String
+        /// A code named `rawValue`.
         public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The code's name.
         public var description: String { rawValue }
 
+        /// The code of ``DataStoreError/unsupportedFeature``.
         public static let unsupportedFeature = Code("unsupportedFeature")
+        /// The code of ``DataStoreError/storeLocked``.
         public static let storeLocked = Code("storeLocked")
+        /// The code of ``DataStoreError/wrongFormat``.
         public static let wrongFormat = Code("wrongFormat")
+        /// The code of ``DataStoreError/corruptStore``.
         public static let corruptStore = Code("corruptStore")
+        /// The code of ``DataStoreError/schemaMismatch``.
         public static let schemaMismatch = Code("schemaMismatch")
+        /// The code of ``DataStoreError/ioFailure``.
         public static let ioFailure = Code("ioFailure")
+        /// The code of ``DataStoreError/storeUnusable``.
         public static let storeUnusable = Code("storeUnusable")
+        /// The code of ``DataStoreError/unknownEntity``.
         public static let unknownEntity = Code("unknownEntity")
+        /// The code of ``DataStoreError/migrationFailed``.
         public static let migrationFailed = Code("migrationFailed")
+        /// The code of ``DataStoreError/preferInMemoryFilter``.
         public static let preferInMemoryFilter = Code("preferInMemoryFilter")
+        /// The code of ``DataStoreError/preferInMemorySort``.
         public static let preferInMemorySort = Code("preferInMemorySort")
+        /// The code of ``DataStoreError/invalidPredicate``.
         public static let invalidPredicate = Code("invalidPredicate")
     }
 
+    /// The kind of failure.
     public let code: Code
+    /// What failed, naming the file, offset, entity or operation involved.
     public let message: String
+    /// The error underneath, if one caused this.
     public let underlying: (any Error & Sendable)?
 
+    /// An error of kind `code` that says, in `message`, what failed, with the error that
+    /// caused it, if any.
     public init(_ code: Code, _ message: String, underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.underlying = underlying
     }
 
+    /// Whether two errors are of the same kind; their messages are not compared.
     public static func == (lhs: DataStoreError, rhs: DataStoreError) -> Bool { lhs.code == rhs.code }
+    /// Lets `catch DataStoreError.corruptStore` match any error of that code.
     public static func ~= (pattern: DataStoreError, value: any Error) -> Bool {
         (value as? DataStoreError)?.code == pattern.code
     }

@@ -9,54 +9,87 @@ public protocol HistoryToken: Comparable, Hashable, Identifiable, Sendable {}
 
 /// One saved transaction of a store's history.
 public protocol HistoryTransaction: Hashable, Identifiable, Sendable {
+    /// The type of the token that marks the transaction's place in its store's history.
     associatedtype TokenType: Comparable, Hashable, Identifiable, Sendable
+    /// The type of the identifier that orders a store's transactions.
     associatedtype TransactionIdentifier: Comparable, Hashable, Sendable
+    /// The ``ModelContext/author`` of the context that saved, or `nil` if it had none.
     var author: String? { get }
+    /// The inserts, updates and deletes of the save, in the order the store recorded them.
     var changes: [HistoryChange] { get }
+    /// The identifier of the store the transaction was saved to.
     var storeIdentifier: String { get }
+    /// When the save was made.
     var timestamp: Date { get }
+    /// The transaction's place in its store's history: keep it to fetch the transactions
+    /// saved after it.
     var token: TokenType { get }
+    /// The identifier of the transaction, higher for each later save to its store.
     var transactionIdentifier: TransactionIdentifier { get }
 }
 
 /// An insert in a transaction.
 public protocol HistoryInsert<Model>: Sendable {
+    /// The model class of the inserted record.
     associatedtype Model: PersistentModel
+    /// The type of the identifier of a change within its transaction.
     associatedtype ChangeIdentifier: Comparable, Hashable, Sendable
+    /// The type of the identifier of the transaction.
     associatedtype TransactionIdentifier: Comparable, Hashable, Sendable
+    /// The change's identifier within its transaction.
     var changeIdentifier: ChangeIdentifier { get }
+    /// The permanent identifier of the inserted model.
     var changedPersistentIdentifier: PersistentIdentifier { get }
+    /// The identifier of the transaction the insert belongs to.
     var transactionIdentifier: TransactionIdentifier { get }
 }
 
 /// An update in a transaction, with the attributes it changed.
 public protocol HistoryUpdate<Model>: Sendable {
+    /// The model class of the updated record.
     associatedtype Model: PersistentModel
+    /// The type of the identifier of a change within its transaction.
     associatedtype ChangeIdentifier: Comparable, Hashable, Sendable
+    /// The type of the identifier of the transaction.
     associatedtype TransactionIdentifier: Comparable, Hashable, Sendable
+    /// A key path of an updated property.
     typealias PropertyUpdate = PartialKeyPath<Model> & Sendable
+    /// The change's identifier within its transaction.
     var changeIdentifier: ChangeIdentifier { get }
+    /// The identifier of the updated model.
     var changedPersistentIdentifier: PersistentIdentifier { get }
+    /// The identifier of the transaction the update belongs to.
     var transactionIdentifier: TransactionIdentifier { get }
+    /// The properties whose values the save changed.
     var updatedAttributes: [any PartialKeyPath<Model> & Sendable] { get }
 }
 
 /// A delete in a transaction, with the values the model's `.preserveValueOnDeletion`
 /// attributes had.
 public protocol HistoryDelete<Model>: Sendable {
+    /// The model class of the deleted record.
     associatedtype Model: PersistentModel
+    /// The type of the identifier of a change within its transaction.
     associatedtype ChangeIdentifier: Comparable, Hashable, Sendable
+    /// The type of the identifier of the transaction.
     associatedtype TransactionIdentifier: Comparable, Hashable, Sendable
+    /// The change's identifier within its transaction.
     var changeIdentifier: ChangeIdentifier { get }
+    /// The identifier the deleted model had.
     var changedPersistentIdentifier: PersistentIdentifier { get }
+    /// The values the model's `.preserveValueOnDeletion` attributes had when it was deleted.
     var tombstone: HistoryTombstone<Model> { get }
+    /// The identifier of the transaction the delete belongs to.
     var transactionIdentifier: TransactionIdentifier { get }
 }
 
 /// One change of a transaction.
 public enum HistoryChange: Sendable {
+    /// A model the save inserted.
     case insert(any HistoryInsert)
+    /// A model the save changed, with the properties it changed.
     case update(any HistoryUpdate)
+    /// A model the save deleted, with its preserved values.
     case delete(any HistoryDelete)
 
     /// The identifier of the model the change is about.
@@ -110,8 +143,11 @@ public struct DefaultHistoryToken: HistoryToken, Codable {
     /// The transaction identifier it stands at.
     let transaction: Int64
 
+    /// The store identifier and the transaction, as one string (`<store>#<transaction>`).
     public var id: String { "\(storeIdentifier)#\(transaction)" }
 
+    /// Whether `lhs` comes before `rhs`: by transaction within one store, by store
+    /// identifier across stores.
     public static func < (lhs: Self, rhs: Self) -> Bool {
         lhs.storeIdentifier == rhs.storeIdentifier
             ? lhs.transaction < rhs.transaction : lhs.storeIdentifier < rhs.storeIdentifier
@@ -120,9 +156,12 @@ public struct DefaultHistoryToken: HistoryToken, Codable {
 
 /// A transaction of the history of Stowage's stores.
 public struct DefaultHistoryTransaction: HistoryTransaction {
+    /// Stowage's tokens mark a transaction by store and transaction identifier.
     public typealias TokenType = DefaultHistoryToken
+    /// A store's transactions have identifiers that increase in the order they were saved.
     public typealias TransactionIdentifier = Int64
 
+    /// The identifier of the store the transaction was saved to.
     public let storeIdentifier: String
     /// The bundle that saved, in SwiftData. Linux has no bundles: Stowage records the name
     /// of the program that saved (`ProcessInfo.processName`, the executable's name). Empty
@@ -131,18 +170,27 @@ public struct DefaultHistoryTransaction: HistoryTransaction {
     /// The process that saved: its process identifier (`getpid()`) in decimal. Empty for a
     /// transaction of a log file written before format version 6.
     public let processIdentifier: String
+    /// The transaction's number in its store, higher for each later save.
     public let transactionIdentifier: Int64
+    /// The transaction's place in its store's history: keep it, and ask for
+    /// `#Predicate { $0.token > kept }` to read only later transactions.
     public let token: DefaultHistoryToken
+    /// The ``ModelContext/author`` of the context that saved, or `nil` if it had none.
     public let author: String?
+    /// The save's inserts, updates and deletes.
     public let changes: [HistoryChange]
+    /// When the save was made, to the millisecond.
     public let timestamp: Date
 
+    /// The transaction identifier.
     public var id: Int64 { transactionIdentifier }
 
+    /// Whether two values are the same transaction of the same store.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.storeIdentifier == rhs.storeIdentifier && lhs.transactionIdentifier == rhs.transactionIdentifier
     }
 
+    /// Hashes the store and transaction identifiers, what ``==(_:_:)`` compares.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(storeIdentifier)
         hasher.combine(transactionIdentifier)
@@ -151,24 +199,32 @@ public struct DefaultHistoryTransaction: HistoryTransaction {
 
 /// An insert of a Stowage history transaction.
 public struct DefaultHistoryInsert<Model: PersistentModel>: HistoryInsert, Hashable {
+    /// The change's position among its transaction's changes, from 0.
     public let changeIdentifier: Int64
+    /// The permanent identifier of the model the change is about.
     public let changedPersistentIdentifier: PersistentIdentifier
+    /// The identifier of the transaction the change belongs to.
     public let transactionIdentifier: Int64
 }
 
 /// An update of a Stowage history transaction.
 public struct DefaultHistoryUpdate<Model: PersistentModel>: HistoryUpdate, Hashable {
+    /// The change's position among its transaction's changes, from 0.
     public let changeIdentifier: Int64
+    /// The permanent identifier of the model the change is about.
     public let changedPersistentIdentifier: PersistentIdentifier
+    /// The identifier of the transaction the change belongs to.
     public let transactionIdentifier: Int64
     /// The attributes and relationships the save changed, by key path, in schema order.
     public let updatedAttributes: [any PartialKeyPath<Model> & Sendable]
 
+    /// Whether two values are the same change of the same transaction.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.changeIdentifier == rhs.changeIdentifier && lhs.transactionIdentifier == rhs.transactionIdentifier
             && lhs.changedPersistentIdentifier == rhs.changedPersistentIdentifier
     }
 
+    /// Hashes the change and transaction identifiers.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(changeIdentifier)
         hasher.combine(transactionIdentifier)
@@ -177,16 +233,22 @@ public struct DefaultHistoryUpdate<Model: PersistentModel>: HistoryUpdate, Hasha
 
 /// A delete of a Stowage history transaction.
 public struct DefaultHistoryDelete<Model: PersistentModel>: HistoryDelete, Hashable {
+    /// The change's position among its transaction's changes, from 0.
     public let changeIdentifier: Int64
+    /// The permanent identifier of the model the change is about.
     public let changedPersistentIdentifier: PersistentIdentifier
+    /// The identifier of the transaction the change belongs to.
     public let transactionIdentifier: Int64
+    /// The values the model's `.preserveValueOnDeletion` attributes had when it was deleted.
     public let tombstone: HistoryTombstone<Model>
 
+    /// Whether two values are the same change of the same transaction.
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.changeIdentifier == rhs.changeIdentifier && lhs.transactionIdentifier == rhs.transactionIdentifier
             && lhs.changedPersistentIdentifier == rhs.changedPersistentIdentifier
     }
 
+    /// Hashes the change and transaction identifiers.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(changeIdentifier)
         hasher.combine(transactionIdentifier)
@@ -202,11 +264,15 @@ public struct HistoryDescriptor<TransactionType: HistoryTransaction> {
     /// At most this many; `nil` (or 0) for all.
     public var fetchLimit: Int?
 
+    /// A descriptor of the transactions `predicate` selects (every one when `nil`), in the
+    /// order they were saved.
     public init(predicate: Predicate<TransactionType>? = nil) {
         self.predicate = predicate
         self.sortBy = []
     }
 
+    /// A descriptor of the transactions `predicate` selects (every one when `nil`), in the
+    /// order `sortBy` gives (the order they were saved when it is empty).
     public init(predicate: Predicate<TransactionType>? = nil, sortBy: [SortDescriptor<TransactionType>] = []) {
         self.predicate = predicate
         self.sortBy = sortBy
@@ -214,10 +280,17 @@ public struct HistoryDescriptor<TransactionType: HistoryTransaction> {
 }
 
 /// A store that keeps its history: every Stowage store does.
+///
+/// A custom ``DataStore`` that conforms to it answers ``ModelContext/fetchHistory(_:)`` and
+/// ``ModelContext/deleteHistory(_:)`` for the models it holds.
 public protocol HistoryProviding<HistoryType> {
+    /// The type of the store's transactions.
     associatedtype HistoryType: HistoryTransaction
+    /// The store's transaction type, as a value.
     static var historyType: HistoryType.Type { get }
+    /// The transactions `descriptor` selects, in its order, up to its limit.
     func fetchHistory(_ descriptor: HistoryDescriptor<HistoryType>) throws -> [HistoryType]
+    /// Removes the transactions `descriptor` selects from the history; the records stay.
     func deleteHistory(_ descriptor: HistoryDescriptor<HistoryType>) throws
 }
 

@@ -67,6 +67,7 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
         PersistentIdentifier(scope: scope, raw: primaryKey)
     }
 
+    /// Hashes the key and the entity and store it belongs to.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(raw)
         hasher.combine(scope.serial)
@@ -81,6 +82,8 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
         keyHash(UInt64(bitPattern: raw) ^ (UInt64(truncatingIfNeeded: scope.serial) &<< 48), seed: seed)
     }
 
+    /// Whether two identifiers name the same model: the same key of the same entity in the
+    /// same store (or the same temporary identifier).
     public static func == (lhs: PersistentIdentifier, rhs: PersistentIdentifier) -> Bool {
         lhs.raw == rhs.raw && lhs.scope === rhs.scope
     }
@@ -198,6 +201,8 @@ public struct PersistentIdentifier: Hashable, Comparable, Codable, Sendable {
             storage: try container.decode(Storage.self, forKey: .storage))
     }
 
+    /// Encodes the entity name, the store identifier and the key, so that an identifier can
+    /// be kept (in a file, a URL, a message) and decoded later.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(entityName, forKey: .entityName)
@@ -305,6 +310,9 @@ final class IdentifierScope: Sendable {
 }
 
 extension PersistentIdentifier: CustomStringConvertible {
+    /// The entity and key, for logs and messages: `Trip/p12@log-…` for a stored model
+    /// (`k` and the encoded key for a key that is not an integer), `Trip/t3` for a
+    /// temporary identifier.
     public var description: String {
         switch storage {
         case .temporary(let n): "\(entityName)/t\(n)"

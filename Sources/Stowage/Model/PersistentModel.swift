@@ -72,8 +72,11 @@ extension PersistentModel {
     /// Whether the model has been deleted from its context.
     public var isDeleted: Bool { persistentBackingData.isDeleted }
 
+    /// Whether the two are the same object.
     public static func == (lhs: Self, rhs: Self) -> Bool { lhs === rhs }
+    /// Hashes the object's identity.
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+    /// The model's ``persistentModelID``.
     public var id: PersistentIdentifier { persistentModelID }
 }
 

@@ -51,10 +51,17 @@ public final class HistoryObserver: Observable {
     /// Creates an observer of `modelContainer`'s saves, scoped to `observedModels` and
     /// `authors` (each empty for all).
     ///
-    /// - Parameter historyTokens: where to start in each store's history, by store
-    ///   identifier. `nil` starts at the current end of every store's history, so that only
-    ///   later saves count. Given tokens, the transactions already saved after them are
-    ///   read at once: if any is relevant, ``eventCounter`` starts at 1.
+    /// - Parameters:
+    ///   - historyTokens: where to start in each store's history, by store identifier.
+    ///     `nil` starts at the current end of every store's history, so that only later
+    ///     saves count. Given tokens, the transactions already saved after them are read at
+    ///     once: if any is relevant, ``eventCounter`` starts at 1.
+    ///   - observedModels: the models whose saves count, with their subclasses; empty for
+    ///     every model.
+    ///   - authors: the ``ModelContext/author``s whose saves count; empty for every author.
+    ///   - modelContainer: the container whose saves are observed.
+    ///   - isolation: accepted for SwiftData's signature; the observer is updated on the
+    ///     thread that saved, whatever actor made it.
     /// - Throws: ``SwiftDataError`` `.unknownModelType` when an observed model is not in
     ///   the container's schema, or what reading a store's history throws.
     public convenience init(

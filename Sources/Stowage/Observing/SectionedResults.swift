@@ -46,8 +46,11 @@ public struct SectionedResults<Element: PersistentModel, SectionTitle: Hashable>
         self.positions = positions
     }
 
+    /// The position of the first section: 0.
     public var startIndex: Int { 0 }
+    /// The number of sections.
     public var endIndex: Int { sections.count }
+    /// The section at `position`, in the order of the results.
     public subscript(position: Int) -> ResultsSection<Element, SectionTitle> { sections[position] }
 
     /// The section titles, in order.
@@ -81,7 +84,10 @@ public struct ResultsSection<Element: PersistentModel, SectionTitle: Hashable>: 
 
     /// The section's title.
     public var id: SectionTitle { title }
+    /// The position of the section's first model: 0.
     public var startIndex: Int { 0 }
+    /// The number of models in the section.
     public var endIndex: Int { range.count }
+    /// The section's model at `position`, loaded if it was not yet.
     public subscript(position: Int) -> Element { results[range.lowerBound + position] }
 }

@@ -102,6 +102,7 @@ public struct SortKey: Sendable, CustomStringConvertible {
     /// Whether the order is ascending.
     public let ascending: Bool
 
+    /// The property and the direction: `name ASC`.
     public var description: String { "\(name) \(ascending ? "ASC" : "DESC")" }
 }
 
@@ -200,6 +201,7 @@ public struct FetchQuery: Sendable, CustomStringConvertible {
         return false
     }
 
+    /// The query as one line: `FETCH Trip WHERE … ORDER BY … LIMIT …`.
     public var description: String {
         var parts = ["FETCH \(entity.name)"]
         if let identifiers { parts.append("IDS (\(identifiers.count))") }

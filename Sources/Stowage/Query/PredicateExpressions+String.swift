@@ -11,15 +11,20 @@ extension PredicateExpressions {
     public struct StowageLocalizedStandardContains<Root: PredicateExpression, Other: PredicateExpression>:
         PredicateExpression
     where Root.Output: StringProtocol, Other.Output: StringProtocol {
+        /// The node evaluates to whether `root` contains `other`.
         public typealias Output = Bool
+        /// The string searched in.
         public let root: Root
+        /// The string searched for.
         public let other: Other
 
+        /// The search of `other` in `root`.
         public init(root: Root, other: Other) {
             self.root = root
             self.other = other
         }
 
+        /// Whether `root` contains `other`, ignoring case and diacritics.
         public func evaluate(_ bindings: PredicateBindings) throws -> Bool {
             StringSearch.localizedStandardContains(
                 String(try root.evaluate(bindings)), String(try other.evaluate(bindings)))
@@ -32,15 +37,20 @@ extension PredicateExpressions {
     public struct StowageCaseInsensitiveCompare<Root: PredicateExpression, Other: PredicateExpression>:
         PredicateExpression
     where Root.Output: StringProtocol, Other.Output: StringProtocol {
+        /// The node evaluates to the order of `root` and `other`, ignoring case.
         public typealias Output = ComparisonResult
+        /// The string compared.
         public let root: Root
+        /// The string it is compared with.
         public let other: Other
 
+        /// The comparison of `root` with `other`.
         public init(root: Root, other: Other) {
             self.root = root
             self.other = other
         }
 
+        /// The order of `root` and `other`, ignoring case.
         public func evaluate(_ bindings: PredicateBindings) throws -> ComparisonResult {
             StringSearch.caseInsensitiveCompare(
                 String(try root.evaluate(bindings)), String(try other.evaluate(bindings)))

@@ -11,6 +11,7 @@ public struct QueryEvaluator {
     var bindings: [PredicateExpressions.VariableID: SnapshotValue] = [:]
     var current: DefaultSnapshot?
 
+    /// An evaluator that reads related models through `resolve`.
     public init(resolve: @escaping (PersistentIdentifier) throws -> DefaultSnapshot?) {
         self.resolve = resolve
     }

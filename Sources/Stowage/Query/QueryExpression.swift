@@ -8,11 +8,17 @@ import Foundation
 public enum QueryExpression: Sendable, CustomStringConvertible {
     /// Comparison operators.
     public enum ComparisonOperator: String, Sendable {
+        /// `==`.
         case equal = "=="
+        /// `!=`.
         case notEqual = "!="
+        /// `<`.
         case less = "<"
+        /// `<=`.
         case lessOrEqual = "<="
+        /// `>`.
         case greater = ">"
+        /// `>=`.
         case greaterOrEqual = ">="
 
         /// The operator with its operands swapped: `a < b` is `b > a`.
@@ -28,21 +34,43 @@ public enum QueryExpression: Sendable, CustomStringConvertible {
     }
     /// Arithmetic operators.
     public enum ArithmeticOperator: String, Sendable {
+        /// `+`.
         case add = "+"
+        /// `-`.
         case subtract = "-"
+        /// `*`.
         case multiply = "*"
+        /// `/` on floating-point values.
         case divide = "/"
+        /// `/` on integers, which rounds toward zero.
         case integerDivide = "÷"
+        /// `%`.
         case remainder = "%"
     }
     /// Functions over strings and sequences.
     public enum Function: String, Sendable {
-        case contains, startsWith, localizedStandardContains, caseInsensitiveCompare, sequenceContains, min, max
+        /// `String.contains(_:)`: whether the string holds the other as a substring.
+        case contains
+        /// `starts(with:)`: whether the string or sequence begins with the other.
+        case startsWith
+        /// `localizedStandardContains(_:)`: a substring test that ignores case and diacritics.
+        case localizedStandardContains
+        /// `caseInsensitiveCompare(_:)`: the order of two strings, ignoring case.
+        case caseInsensitiveCompare
+        /// `Sequence.contains(_:)`: whether the sequence holds an element.
+        case sequenceContains
+        /// `min()`: a sequence's least element.
+        case min
+        /// `max()`: a sequence's greatest element.
+        case max
     }
     /// Functions that take a bound closure variable.
     public enum ClosureFunction: String, Sendable {
+        /// `contains(where:)`: whether any element satisfies the closure.
         case containsWhere = "contains(where:)"
+        /// `allSatisfy(_:)`: whether every element satisfies the closure.
         case allSatisfy
+        /// `filter(_:)`: the elements that satisfy the closure.
         case filter
     }
 
@@ -63,18 +91,30 @@ public enum QueryExpression: Sendable, CustomStringConvertible {
     indirect case count(QueryExpression)
     /// Whether a value has no elements.
     indirect case isEmpty(QueryExpression)
+    /// A comparison of two values.
     indirect case compare(ComparisonOperator, QueryExpression, QueryExpression)
+    /// Both conditions hold (`&&`).
     indirect case and(QueryExpression, QueryExpression)
+    /// Either condition holds (`||`).
     indirect case or(QueryExpression, QueryExpression)
+    /// The condition does not hold (`!`).
     indirect case not(QueryExpression)
+    /// Arithmetic on two numbers.
     indirect case arithmetic(ArithmeticOperator, QueryExpression, QueryExpression)
+    /// A number's negation (unary `-`).
     indirect case negate(QueryExpression)
+    /// The second value if the first is true, else the third (`? :`).
     indirect case conditional(QueryExpression, QueryExpression, QueryExpression)
+    /// The first value, or the second when the first is `nil` (`??`).
     indirect case nilCoalesce(QueryExpression, QueryExpression)
     /// Evaluates `transform` with `variable` bound to `wrapped`, or gives `null` if it is `null`.
     indirect case optionalFlatMap(QueryExpression, PredicateExpressions.VariableID, QueryExpression)
+    /// A value that must not be `nil` (`!`).
     indirect case forceUnwrap(QueryExpression)
+    /// A function applied to a value, with an argument for those that take one.
     indirect case function(Function, QueryExpression, QueryExpression?)
+    /// A function that binds each element of a sequence to a variable and evaluates a
+    /// closure's body with it.
     indirect case closure(ClosureFunction, QueryExpression, PredicateExpressions.VariableID, QueryExpression)
     /// Whether `value` lies in `lower...upper` (closed) or `lower..<upper`.
     indirect case inRange(QueryExpression, lower: QueryExpression, upper: QueryExpression, closed: Bool)
@@ -85,6 +125,7 @@ public enum QueryExpression: Sendable, CustomStringConvertible {
     /// A set of identifiers the model's identifier must be in.
     case identifierIn(Set<PersistentIdentifier>)
 
+    /// The expression as text, as ``ModelContext/explain(_:)`` and error messages show it.
     public var description: String {
         switch self {
         case .constant(let v): return v.description

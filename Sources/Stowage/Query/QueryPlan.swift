@@ -77,6 +77,9 @@ public struct QueryPlan: Sendable, CustomStringConvertible {
     let offset: Int
     let limit: Int?
 
+    /// The plan as ``ModelContext/explain(_:)`` prints it: the access (`SCAN`, `IDS`,
+    /// `INDEX`, …), then `FILTER`, `ORDER BY INDEX` or `SORT`, `OFFSET` and `LIMIT` as they
+    /// apply, joined by `; `.
     public var description: String {
         var parts = [Self.describe(access, entityName)]
         if let residual { parts.append("FILTER \(residual)") }

@@ -18,7 +18,10 @@ extension Schema {
                 self.transformer = transformer
             }
 
+            /// Whether two options are the same option (for `.transformable(by:)`, with the
+            /// same transformer).
             public static func == (a: Option, b: Option) -> Bool { a.kind == b.kind }
+            /// Hashes what ``==(_:_:)`` compares.
             public func hash(into hasher: inout Hasher) { hasher.combine(kind) }
 
             /// The value is unique across all models of the entity: saving a duplicate
@@ -42,6 +45,7 @@ extension Schema {
                     transformer: transformer)
             }
 
+            /// The option as Swift spells it: `.unique`, `.transformable(by: T)`, ….
             public var description: String {
                 switch kind {
                 case .unique: ".unique"
@@ -74,6 +78,7 @@ extension Schema {
 
         var transformerType: ValueTransformer.Type? { options.lazy.compactMap(\.transformer).first }
 
+        /// The options, sorted, then `originalName` if there is one.
         public var description: String {
             var parts = options.map(\.description).sorted()
             if let originalName { parts.append("originalName: \(originalName)") }
@@ -88,6 +93,7 @@ extension Schema {
 /// Foundation on Linux has no `ValueTransformer`, so Stowage supplies this one with the
 /// same shape: subclass it and override the two transform methods.
 open class ValueTransformer {
+    /// A transformer; `@Attribute(.transformable(by:))` makes one with this initializer.
     public required init() {}
     /// Turns a property value into the `Data` to store.
     open func transformedValue(_ value: Any?) -> Any? { value }

@@ -249,6 +249,7 @@ extension Schema {
             return "\(name)\(inherits){\(props.joined(separator: ","))} unique\(uniquenessConstraints) index\(indices)"
         }
 
+        /// `Entity(Name)`.
         public var description: String { "Entity(\(name))" }
     }
 }

@@ -42,6 +42,7 @@ extension Schema {
         /// The name the property had in an earlier schema, if any.
         public var originalName: String? { attribute?.originalName ?? relationship?.originalName }
 
+        /// The property as a declaration would name it: `name: String?`.
         public var description: String { "\(name): \(typeName)\(isOptional ? "?" : "")" }
 
         init(

@@ -25,15 +25,22 @@ extension Schema {
             public static let unique = Option(name: "unique")
         }
 
+        /// The options `@Relationship` was given.
         public let options: [Option]
         /// The delete rule.
         public let deleteRule: DeleteRule
+        /// The fewest models a to-many relationship may hold when saved; `nil` or 0 for no
+        /// lower bound. A save that breaks it throws
+        /// ``SwiftDataError/modelValidationFailure``.
         public let minimumModelCount: Int?
+        /// The most models a to-many relationship may hold when saved; `nil` or 0 for no
+        /// upper bound.
         public let maximumModelCount: Int?
         /// The relationship's name in an earlier schema version.
         public let originalName: String?
         /// The inverse key path as declared, if any.
         public let inverseKeyPath: AnyKeyPath?
+        /// A value that forces a new version hash. Accepted.
         public let hashModifier: String?
 
         /// The destination entity's name.
@@ -61,6 +68,7 @@ extension Schema {
             self.hashModifier = hashModifier
         }
 
+        /// `to-one` or `to-many`, the destination and the delete rule.
         public var description: String {
             "\(isToOne ? "to-one" : "to-many") \(destination) (\(deleteRule))"
         }

@@ -168,12 +168,15 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
         entities.sorted { $0.name < $1.name }.map(\.fingerprint).joined(separator: "\n")
     }
 
+    /// The version and the entities' names: `Schema(1.0.0): Trip, PackingItem`.
     public var description: String { "Schema(\(version)): " + entities.map(\.name).joined(separator: ", ") }
 
+    /// Whether two schemas have the same version and shape (the same ``fingerprint``).
     public static func == (lhs: Schema, rhs: Schema) -> Bool {
         lhs === rhs || (lhs.version == rhs.version && lhs.fingerprint == rhs.fingerprint)
     }
 
+    /// Hashes the version and the entities' names.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(version)
         hasher.combine(entities.map(\.name))
@@ -183,20 +186,26 @@ public final class Schema: Sendable, Hashable, CustomStringConvertible {
 extension Schema {
     /// A schema version: major, minor and patch numbers.
     public struct Version: Hashable, Comparable, Codable, Sendable, CustomStringConvertible {
+        /// The major version.
         public let major: Int
+        /// The minor version.
         public let minor: Int
+        /// The patch version.
         public let patch: Int
 
+        /// The version `major.minor.patch`.
         public init(_ major: Int, _ minor: Int, _ patch: Int) {
             self.major = major
             self.minor = minor
             self.patch = patch
         }
 
+        /// Whether `lhs` is an earlier version: by major, then minor, then patch.
         public static func < (lhs: Version, rhs: Version) -> Bool {
             (lhs.major, lhs.minor, lhs.patch) < (rhs.major, rhs.minor, rhs.patch)
         }
 
+        /// `major.minor.patch`.
         public var description: String { "\(major).\(minor).\(patch)" }
     }
 }

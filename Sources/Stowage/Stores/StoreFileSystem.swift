@@ -68,6 +68,7 @@ public protocol StoreFileSystem: Sendable {
 
 /// The log store's file operations, straight to POSIX.
 public struct POSIXStoreFileSystem: StoreFileSystem {
+    /// The file system, through POSIX calls.
     public init() {}
 
     package static func failure(_ operation: String, _ path: String?, _ code: Int32 = errno) -> DataStoreError {
@@ -76,6 +77,8 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
             .ioFailure, "\(operation)\(path.map { " \($0)" } ?? "") failed: \(reason) (errno \(code))")
     }
 
+    /// Opens `path` for reading and writing (or reading only), creating it with mode 0600
+    /// as `mode` says; `nil` when it must exist and does not.
     public func open(_ path: String, mode: StoreFileOpenMode) throws -> Int32? {
         var flags = O_RDWR | O_CLOEXEC
         switch mode {
@@ -93,12 +96,14 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
         }
     }
 
+    /// The length of the open file `fd`, from `fstat`.
     public func size(_ fd: Int32) throws -> Int64 {
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw Self.failure("fstat", nil) }
         return Int64(info.st_size)
     }
 
+    /// The length of the file at `path`, from `stat`; `nil` when there is none.
     public func size(ofFileAt path: String) throws -> Int64? {
         var info = stat()
         guard stat(path, &info) == 0 else {
@@ -108,6 +113,7 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
         return Int64(info.st_size)
     }
 
+    /// Up to `count` bytes at `offset` with `pread`, fewer at the end of the file.
     public func read(_ fd: Int32, count: Int, at offset: Int64) throws -> [UInt8] {
         guard count > 0 else { return [] }
         // Not zeroed first: `pread` fills it (zeroing a checkpoint's megabytes only to
@@ -131,6 +137,7 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
         return buffer
     }
 
+    /// Writes all of `bytes` at `offset` with `pwrite`, continuing after a short write.
     public func write(_ fd: Int32, _ bytes: [UInt8], at offset: Int64) throws {
         var done = 0
         while done < bytes.count {
@@ -146,10 +153,12 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
         }
     }
 
+    /// `fdatasync`: the file's data, and the metadata needed to read it back, reach the disk.
     public func sync(_ fd: Int32) throws {
         guard fdatasync(fd) == 0 else { throw Self.failure("fdatasync", nil) }
     }
 
+    /// `ftruncate`: cuts the file (or extends it with zeros) to `length` bytes.
     public func truncate(_ fd: Int32, to length: Int64) throws {
         while ftruncate(fd, off_t(length)) != 0 {
             if errno == EINTR { continue }
@@ -157,10 +166,13 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
         }
     }
 
+    /// `rename`: replaces `to` with `from`, atomically.
     public func rename(_ from: String, to: String) throws {
         guard posixRename(from, to) == 0 else { throw Self.failure("rename", from + " -> " + to) }
     }
 
+    /// Opens the directory at `path` and `fsync`s it, so that a rename or a new file in it
+    /// survives a crash.
     public func syncDirectory(_ path: String) throws {
         let fd = posixOpen(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw Self.failure("open directory", path) }
@@ -168,12 +180,15 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
         guard fsync(fd) == 0 else { throw Self.failure("fsync directory", path) }
     }
 
+    /// `unlink`; a file that is already gone is not an error.
     public func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else { throw Self.failure("unlink", path) }
     }
 
+    /// Takes an exclusive `flock` without waiting; `false` when another holder has it.
     public func lock(_ fd: Int32) throws -> Bool { try Self.flockNonBlocking(fd, LOCK_EX) }
 
+    /// Takes a shared `flock` without waiting; `false` when a writer holds it exclusively.
     public func sharedLock(_ fd: Int32) throws -> Bool { try Self.flockNonBlocking(fd, LOCK_SH) }
 
     private static func flockNonBlocking(_ fd: Int32, _ operation: Int32) throws -> Bool {
@@ -185,16 +200,19 @@ public struct POSIXStoreFileSystem: StoreFileSystem {
         return true
     }
 
+    /// `close`.
     public func close(_ fd: Int32) {
         _ = posixClose(fd)
     }
 }
 
 extension StoreFileSystem {
+    /// Makes `destination` a hard link to `source` with `link`; `false` when it cannot.
     public func link(_ source: String, to destination: String) -> Bool {
         posixLink(source, destination) == 0
     }
 
+    /// The length of the file at `path`, opened for reading; `nil` when there is none.
     public func size(ofFileAt path: String) throws -> Int64? {
         guard let fd = try open(path, mode: .readOnly) else { return nil }
         defer { close(fd) }

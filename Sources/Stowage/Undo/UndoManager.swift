@@ -54,6 +54,7 @@ import Foundation
             didSet { trim() }
         }
 
+        /// An undo manager with nothing to undo, registration on and no limit of levels.
         public init() {}
 
         /// How many groups are open.
@@ -63,8 +64,11 @@ import Foundation
         /// by an ``enableUndoRegistration()``.
         open var isUndoRegistrationEnabled: Bool { disabledCount == 0 }
 
+        /// Stops recording registered actions until a matching ``enableUndoRegistration()``.
         open func disableUndoRegistration() { disabledCount += 1 }
 
+        /// Undoes one ``disableUndoRegistration()``; registration resumes once every one is
+        /// matched.
         open func enableUndoRegistration() { disabledCount = max(0, disabledCount - 1) }
 
         /// Whether there is a group to undo (an open group with actions counts: ``undo()``
@@ -243,12 +247,18 @@ import Foundation
     extension Notification.Name {
         /// Posted when a group opens or closes, and before an undo or redo.
         public static let NSUndoManagerCheckpoint = Notification.Name("NSUndoManagerCheckpointNotification")
+        /// Posted before ``UndoManager/undo()`` undoes a group.
         public static let NSUndoManagerWillUndoChange = Notification.Name("NSUndoManagerWillUndoChangeNotification")
+        /// Posted before ``UndoManager/redo()`` redoes a group.
         public static let NSUndoManagerWillRedoChange = Notification.Name("NSUndoManagerWillRedoChangeNotification")
+        /// Posted after ``UndoManager/undo()`` undid a group.
         public static let NSUndoManagerDidUndoChange = Notification.Name("NSUndoManagerDidUndoChangeNotification")
+        /// Posted after ``UndoManager/redo()`` redid a group.
         public static let NSUndoManagerDidRedoChange = Notification.Name("NSUndoManagerDidRedoChangeNotification")
+        /// Posted after a group opens.
         public static let NSUndoManagerDidOpenUndoGroup = Notification.Name(
             "NSUndoManagerDidOpenUndoGroupNotification")
+        /// Posted after a group closes.
         public static let NSUndoManagerDidCloseUndoGroup = Notification.Name(
             "NSUndoManagerDidCloseUndoGroupNotification")
     }

@@ -11,19 +11,34 @@ import Foundation
 /// Stowage goes further than SwiftData here: the value form is public, so a custom
 /// ``DataStore`` can read and write snapshots without knowing the model classes.
 public enum SnapshotValue: Sendable, Hashable, Codable {
+    /// No value: an optional property that is `nil`.
     case null
+    /// A `Bool`.
     case bool(Bool)
+    /// A signed integer of any width.
     case int(Int64)
+    /// An unsigned integer of any width.
     case uint(UInt64)
+    /// A `Double`, or a `Float` widened to one.
     case double(Double)
+    /// A `String`, or the raw value of a `String`-backed enum.
     case string(String)
+    /// A `Date`.
     case date(Date)
+    /// A `Data` value.
     case data(Data)
+    /// A `UUID`.
     case uuid(UUID)
+    /// A `URL`.
     case url(URL)
+    /// A `Decimal`.
     case decimal(Decimal)
+    /// An array or set, or a to-many relationship's identifiers, in order.
     indirect case array([SnapshotValue])
+    /// A Codable value encoded with keys (a struct's fields, an enum case with payloads, a
+    /// dictionary), by key.
     indirect case object([String: SnapshotValue])
+    /// A to-one relationship: the identifier of the related model.
     case identifier(PersistentIdentifier)
 
     /// Whether the value is ``null``.
@@ -158,6 +173,8 @@ extension SnapshotValue {
 }
 
 extension SnapshotValue: CustomStringConvertible {
+    /// The value as a predicate would write it: `nil`, numbers and Booleans as Swift
+    /// spells them, strings quoted.
     public var description: String {
         switch self {
         case .null: "nil"

@@ -19,8 +19,12 @@ import Synchronization
 ///   (``JSONStoreConfiguration/allowsSave`` `false`) writes nothing and shares its lock
 ///   with other read-only openers.
 public final class JSONStore: SnapshotTableStore, DataStoreBatching {
+    /// The configuration the store was opened with.
     public let configuration: JSONStoreConfiguration
+    /// The store's identifier (`json-` and a UUID), recorded in the document when it was
+    /// created: identifiers and history tokens of its records name it.
     public let identifier: String
+    /// The models the store holds.
     public let schema: Schema
 
     let fs: any StoreFileSystem
@@ -248,10 +252,14 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
 
     // MARK: DataStore
 
+    /// Runs `body` on the store's records under its lock, for reading only.
     public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
         try table.withLock { try body($0) }
     }
 
+    /// Applies a save: the whole document is written again, to a temporary file that is
+    /// synced and renamed over the old one, before the records in memory change. On failure
+    /// the document and the store are as they were.
     public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> DataStoreSaveChangesResult<
         DefaultSnapshot
     > {
@@ -259,6 +267,7 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
         return prepared.result(storeIdentifier: identifier, request: request)
     }
 
+    /// Deletes the records a request's predicate matches, as one save.
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
         _ = try save(.batchDelete(request))
     }
@@ -297,12 +306,15 @@ public final class JSONStore: SnapshotTableStore, DataStoreBatching {
 /// Opens a ``JSONStore``: the shape of Apple's sample JSON store configuration, plus a
 /// size limit.
 public struct JSONStoreConfiguration: DataStoreConfiguration {
+    /// The configuration opens a ``JSONStore``.
     public typealias Store = JSONStore
 
     /// The default ``maximumFileSize``: 256 MiB.
     public static let defaultMaximumFileSize = 256 << 20
 
+    /// The configuration's name.
     public var name: String
+    /// The models the document holds, or `nil` for the container's.
     public var schema: Schema?
     /// The document. Its directory is created if missing; `<file>.lock` sits beside it.
     public var fileURL: URL
@@ -343,6 +355,9 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
     /// plan's stage on its working copy (``SchemaMigrationPlan``), never by an app.
     var conversionOptions = SchemaConversion.Options()
 
+    /// A configuration for the document at `fileURL`, holding `schema`'s models (the
+    /// container's when `nil`), of at most `maximumFileSize` bytes, read-only when
+    /// `allowsSave` is `false`.
     public init(
         name: String, schema: Schema? = nil, fileURL: URL, maximumFileSize: Int = defaultMaximumFileSize,
         allowsSave: Bool = true
@@ -354,6 +369,7 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
         self.allowsSave = allowsSave
     }
 
+    /// Opens the ``JSONStore`` for this configuration's schema, or `schema` when it has none.
     public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
         var configuration = self
         configuration.schema = self.schema ?? schema
@@ -363,7 +379,9 @@ public struct JSONStoreConfiguration: DataStoreConfiguration {
 
 /// The JSON store keeps its history in its document (`Formats/json.md`, version 2).
 extension JSONStore: HistoryProviding, HistoryKeeping {
+    /// The store's transactions are Stowage's default ones.
     public typealias HistoryType = DefaultHistoryTransaction
+    /// ``DefaultHistoryTransaction``.
     public static var historyType: DefaultHistoryTransaction.Type { DefaultHistoryTransaction.self }
 
     /// The transactions the descriptor selects. Throws ``DataStoreError/unsupportedFeature``
@@ -409,6 +427,7 @@ extension JSONStoreConfiguration {
             && lhs.allowsSave == rhs.allowsSave
     }
 
+    /// Hashes the name and the document's URL.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(fileURL)

@@ -3,7 +3,9 @@ import Foundation
 /// The log store's history (`Formats/log.md`, "History record"): its commits, with the
 /// history records that compaction and `deleteHistory` write.
 extension LogStore: HistoryProviding, HistoryKeeping {
+    /// The store's transactions are Stowage's default ones.
     public typealias HistoryType = DefaultHistoryTransaction
+    /// ``DefaultHistoryTransaction``.
     public static var historyType: DefaultHistoryTransaction.Type { DefaultHistoryTransaction.self }
 
     /// The transactions `descriptor` selects. Reads the file's valid prefix once, with the

@@ -26,6 +26,7 @@ extension LogStore {
             self.leftInFile = leftInFile
         }
 
+        /// What opening kept and dropped, and why, as one line.
         public var description: String {
             leftInFile
                 ? "read \(validLength) bytes (\(commitsReplayed) commits), ignored the last \(droppedBytes), "

@@ -3,6 +3,9 @@ import Foundation
 // A save: validated against the table, written as one commit record (with its external
 // values' files first), then applied to the table (`Formats/log.md`, "Writing").
 extension LogStore {
+    /// Validates a save, appends it as one commit record and applies it; with `.full`
+    /// durability, returns only after an `fdatasync` that covers the record (shared with
+    /// concurrent saves). A save that throws changed nothing.
     public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> DataStoreSaveChangesResult<
         DefaultSnapshot
     > {
@@ -14,6 +17,7 @@ extension LogStore {
         return prepared.result(storeIdentifier: identifier, request: request)
     }
 
+    /// Deletes the records a request's predicate matches, as one commit.
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
         _ = try save(.batchDelete(request))
     }

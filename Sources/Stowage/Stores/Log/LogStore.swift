@@ -37,8 +37,13 @@ import Synchronization
 /// share syncs (group commit): each appends its record in turn, and one `fdatasync`
 /// covers every record appended before it started.
 public final class LogStore: SnapshotTableStore, DataStoreBatching {
+    /// The configuration the store was opened with.
     public let configuration: LogStoreConfiguration
+    /// The store's identifier (`log-` and a UUID), recorded in the file's header record
+    /// when it was created and kept by compaction: identifiers and history tokens of its
+    /// records name it.
     public let identifier: String
+    /// The models the store holds.
     public let schema: Schema
     /// What opening had to cut off the end of the file, or `nil` when the file was whole.
     public let lastRecovery: RecoveryReport?
@@ -203,6 +208,8 @@ public final class LogStore: SnapshotTableStore, DataStoreBatching {
 
     // MARK: Writing
 
+    /// Runs `body` on the key directory, indexes and cached records under the store's lock,
+    /// for reading only.
     public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
         try table.withLock { try body($0) }
     }

@@ -3,6 +3,7 @@ import Foundation
 /// Opens a ``LogStore``: where the file is, how durable a save is, and what to do with a
 /// damaged file.
 public struct LogStoreConfiguration: DataStoreConfiguration {
+    /// The configuration opens a ``LogStore``.
     public typealias Store = LogStore
 
     /// When a save returns.
@@ -24,11 +25,17 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
         case strict
     }
 
+    /// The configuration's name: by default the file name of ``url`` without its extension.
     public var name: String
+    /// The models the store holds, or `nil` for the container's.
     public var schema: Schema?
     /// The log file. Its directory is created if missing; `<file>.lock` sits beside it.
     public var url: URL
+    /// When a save returns: after `fdatasync` (``Durability/full``, the default) or right
+    /// after the write (``Durability/relaxed``).
     public var durability: Durability
+    /// What opening does with a torn or damaged end: cut it off
+    /// (``Recovery/pointInTime``, the default) or refuse to open (``Recovery/strict``).
     public var recovery: Recovery
     /// Whether the store may be written. `false` opens it read-only, as SwiftData's
     /// `ModelConfiguration(allowsSave: false)` does: for a store that the process may
@@ -58,7 +65,7 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// Stowage's own.
     public var allowsSave: Bool = true
     /// When the store compacts itself; `nil` turns automatic compaction off.
-    /// ``compact()`` works either way.
+    /// ``LogStore/compact()`` works either way.
     public var automaticCompaction: AutomaticCompaction? = AutomaticCompaction()
 
     /// The dead-byte threshold past which a save schedules a compaction in the background.
@@ -76,6 +83,9 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
         /// The share of the file's commit bytes that must be dead, from 0 to 1.
         public var deadFraction: Double
 
+        /// Compacts once at least `minimumDeadBytes` (8 MiB by default) are dead and they are
+        /// at least `deadFraction` (half by default) of the commit bytes. Negative values
+        /// count as 0, and the fraction is kept between 0 and 1.
         public init(minimumDeadBytes: Int64 = 8 << 20, deadFraction: Double = 0.5) {
             self.minimumDeadBytes = max(0, minimumDeadBytes)
             self.deadFraction = min(1, max(0, deadFraction))
@@ -97,6 +107,8 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
         /// Commit bytes after the last checkpoint below which closing writes none.
         public var minimumCommitBytes: Int64
 
+        /// Writes a checkpoint on closing once at least `minimumCommitBytes` (1 MiB by
+        /// default; a negative value counts as 0) of commits came after the last one.
         public init(minimumCommitBytes: Int64 = 1 << 20) {
             self.minimumCommitBytes = max(0, minimumCommitBytes)
         }
@@ -175,6 +187,9 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
     /// A migration plan's chain of lightweight stages, made by the open itself.
     var plannedConversion: SchemaConversion.Planned?
 
+    /// A configuration for the log at `url`, holding `schema`'s models (the container's
+    /// when `nil`), with the given durability and recovery, read-only when `allowsSave` is
+    /// `false`. Every other option starts at its default.
     public init(
         name: String? = nil, schema: Schema? = nil, url: URL, durability: Durability = .full,
         recovery: Recovery = .pointInTime, allowsSave: Bool = true
@@ -187,6 +202,7 @@ public struct LogStoreConfiguration: DataStoreConfiguration {
         self.allowsSave = allowsSave
     }
 
+    /// Opens the ``LogStore`` for this configuration's schema, or `schema` when it has none.
     public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
         var configuration = self
         configuration.schema = self.schema ?? schema
@@ -203,6 +219,7 @@ extension LogStoreConfiguration {
         lhs.name == rhs.name && lhs.url == rhs.url && lhs.schema == rhs.schema && lhs.allowsSave == rhs.allowsSave
     }
 
+    /// Hashes the name and the file's URL.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(name)
         hasher.combine(url)

@@ -21,5 +21,6 @@ extension RowLocation: CustomStringConvertible {
     /// The record's position among the block's writes.
     public var slot: Int { Int(rawValue & (1 << Self.slotBits - 1)) }
 
+    /// The block's offset and the slot: `block 4096 slot 3`.
     public var description: String { "block \(blockOffset) slot \(slot)" }
 }

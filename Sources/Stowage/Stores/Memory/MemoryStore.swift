@@ -6,8 +6,12 @@ import Synchronization
 /// `ModelConfiguration(isStoredInMemoryOnly: true)` opens one. Its records live as long
 /// as the store: every container gets its own, and nothing is written anywhere.
 public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
+    /// The configuration the store was opened with.
     public let configuration: MemoryStoreConfiguration
+    /// The store's identifier, new for every store (`memory-` and a UUID): its identifiers
+    /// and history tokens mean nothing to another store.
     public let identifier: String
+    /// The models the store holds.
     public let schema: Schema
     let table: PosixMutex<SnapshotTable>
 
@@ -24,10 +28,13 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         self.table = PosixMutex(table)
     }
 
+    /// Runs `body` on the store's records under its lock, for reading only.
     public func withTable<R>(_ body: (SnapshotTable) throws -> R) rethrows -> R {
         try table.withLock { try body($0) }
     }
 
+    /// Applies a save's inserts, updates and deletes all at once, or throws and changes
+    /// nothing, and records it in the history.
     public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws -> DataStoreSaveChangesResult<
         DefaultSnapshot
     > {
@@ -39,10 +46,12 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
         }
     }
 
+    /// Deletes the records a request's predicate matches, as one save.
     public func delete<T: PersistentModel>(_ request: DataStoreBatchDeleteRequest<T>) throws {
         _ = try save(.batchDelete(request))
     }
 
+    /// Removes every record.
     public func erase() throws {
         table.withLock { $0.removeAll() }
     }
@@ -50,15 +59,19 @@ public final class MemoryStore: SnapshotTableStore, DataStoreBatching {
 
 /// The memory store keeps its history beside its records, for as long as the store lives.
 extension MemoryStore: HistoryProviding, HistoryKeeping {
+    /// The memory store's transactions are Stowage's default ones.
     public typealias HistoryType = DefaultHistoryTransaction
+    /// ``DefaultHistoryTransaction``.
     public static var historyType: DefaultHistoryTransaction.Type { DefaultHistoryTransaction.self }
 
+    /// The transactions `descriptor` selects, in its order, up to its limit.
     public func fetchHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
         -> [DefaultHistoryTransaction]
     {
         try fetchDefaultHistory(descriptor)
     }
 
+    /// Removes the transactions `descriptor` selects from the history.
     public func deleteHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
         try deleteDefaultHistory(descriptor)
     }
@@ -72,15 +85,21 @@ extension MemoryStore: HistoryProviding, HistoryKeeping {
 
 /// Opens a ``MemoryStore``.
 public struct MemoryStoreConfiguration: DataStoreConfiguration {
+    /// The configuration opens a ``MemoryStore``.
     public typealias Store = MemoryStore
+    /// The configuration's name.
     public var name: String
+    /// The models the store holds, or `nil` for the container's.
     public var schema: Schema?
 
+    /// A configuration named `name` for `schema`'s models (the container's when `nil`).
     public init(name: String = "memory", schema: Schema? = nil) {
         self.name = name
         self.schema = schema
     }
 
+    /// Opens a new, empty ``MemoryStore`` for this configuration's schema, or `schema` when
+    /// it has none.
     public func makeStore(schema: Schema, migrationPlan: (any SchemaMigrationPlan.Type)?) throws -> any DataStore {
         var configuration = self
         configuration.schema = self.schema ?? schema
