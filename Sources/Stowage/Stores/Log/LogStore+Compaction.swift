@@ -133,7 +133,7 @@ extension LogStore {
                     nextPrimaryKey: source.nextPrimaryKey, deletes: [], writes: writes)
                 // Live external values keep their files; one without a file yet (a
                 // version 1 file being upgraded) gets one now, before the commit.
-                let values = try externalValues(of: commit, current: external)
+                let values = try externalValues(of: commit, current: external, keepingCurrent: true)
                 try externalFiles.write(values.files)
                 created += values.files.map(\.name)
                 for (slot, reference) in values.slots { external[slot] = reference }
