@@ -104,6 +104,7 @@ struct DiskFullTests {
         var checkpointsThrew = 0
         var compactions = 0
         var reopens = 0
+        var checkedWhileFull = 0
         var landedAfterSpaceFreed = 0
         var refusedAfterSpaceFreed = 0
         var injected: [String: Int] = [:]
@@ -113,7 +114,7 @@ struct DiskFullTests {
             "\(steps) steps: \(landed) saves landed, \(threwNoSpace) threw ioFailure (no space), \(refused) refused "
                 + "(storeUnusable) after \(poisoned) failures that made the store refuse saves; \(checkpoints) "
                 + "checkpoints written, \(checkpointsThrew) threw; \(compactions) compactions; \(reopens) reopens "
-                + "checked; after space freed up in the same store \(landedAfterSpaceFreed) saves landed and "
+                + "checked, and \(checkedWhileFull) copies of the files while full; after space freed up in the same store \(landedAfterSpaceFreed) saves landed and "
                 + "\(refusedAfterSpaceFreed) were refused; ENOSPC injected \(injected.sorted { $0.key < $1.key }); "
                 + String(format: "%.1f s", seconds)
         }
@@ -199,7 +200,8 @@ struct DiskFullTests {
 
         /// One step: both workers save at once, and one time in six a checkpoint is written
         /// beside them (log store).
-        func step(_ context: String) {
+        @discardableResult
+        func step(_ context: String) -> Bool {
             let checkpoint = kind == .log && Int.random(in: 0..<6, using: &random) == 0
             let outcomes = PosixMutex<[Int: Result<Void, any Error>]>([:])
             let (plan, container, landed) = (plan, container, landed)
@@ -241,6 +243,7 @@ struct DiskFullTests {
                 }
             }
             figures.steps += 1
+            return results.contains { if case .failure = $0.value { true } else { false } }
         }
 
         /// Space frees up: a save in the same store lands, or is refused if the store said
@@ -249,6 +252,7 @@ struct DiskFullTests {
         func freeUpAndCheck(_ context: String) throws {
             try disk.freeUp()
             logStore?.waitForAutomaticCompaction()
+            try checkCopyOfTheFiles(context)
             let worker = Int.random(in: 0..<plan.workers, using: &random)
             do {
                 let modelContext = ModelContext(container)
@@ -301,6 +305,31 @@ struct DiskFullTests {
             poisoned = false
         }
 
+        /// The files as the full disk left them, before a save rewrites them (a JSON save
+        /// writes the whole document from memory): copied elsewhere and opened there, they hold
+        /// exactly the saves that returned.
+        func checkCopyOfTheFiles(_ context: String) throws {
+            let copy = LogTestDirectory.fresh()
+            defer { copy.remove() }
+            let url = copy.url.appendingPathComponent(storeURL.lastPathComponent)
+            try FileManager.default.copyItem(at: storeURL, to: url)
+            let blobs = URL(fileURLWithPath: storeURL.path + ".blobs")
+            if FileManager.default.fileExists(atPath: blobs.path) {
+                try FileManager.default.copyItem(at: blobs, to: URL(fileURLWithPath: url.path + ".blobs"))
+            }
+            let opened = try Self.open(kind, url, fileSystem: nil)
+            let (lastSave, problems) = plan.check(try rows(of: opened))
+            (opened.storesForTesting.first as? LogStore)?.close()
+            (opened.storesForTesting.first as? JSONStore)?.close()
+            #expect(problems.isEmpty, "\(context), the files as the full disk left them: \(problems.prefix(5))")
+            #expect(
+                lastSave == landed,
+                "\(context), the files as the full disk left them hold saves \(lastSave), landed \(landed)")
+            if !problems.isEmpty || lastSave != landed {
+                throw DataStoreError(.corruptStore, "\(context): stopping at the first loss")
+            }
+        }
+
         /// `steps` steps, the disk changing every few, space freed and everything checked
         /// every few dozen and whenever the store refuses saves.
         func run(steps: Int) throws {
@@ -325,7 +354,15 @@ struct DiskFullTests {
                     }
                     nextWeather = step + Int.random(in: 1...12, using: &random)
                 }
-                self.step(context)
+                let failed = self.step(context)
+                // Now and then, right after a failure, while the disk is still full: the
+                // files hold exactly the saves that returned (a failed save that damaged them
+                // would otherwise be hidden by the next save that rewrites them).
+                if failed, Int.random(in: 0..<4, using: &random) == 0 {
+                    logStore?.waitForAutomaticCompaction()
+                    try checkCopyOfTheFiles(context)
+                    figures.checkedWhileFull += 1
+                }
                 if step + 1 == steps || step >= nextCheck || poisoned {
                     try freeUpAndCheck(context)
                     nextCheck = step + Int.random(in: 10...40, using: &random)
@@ -344,7 +381,7 @@ struct DiskFullTests {
     static func steps(_ kind: Kind) -> Int {
         let soak = ProcessInfo.processInfo.environment["STOWAGE_SOAK"] == "1"
         return switch kind {
-        case .log: soak ? 3000 : 120
+        case .log: soak ? 3000 : 80
         case .json: soak ? 3000 : 150
         }
     }
