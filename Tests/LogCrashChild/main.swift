@@ -22,6 +22,9 @@
 //                                       and author ("worker N"), save batches round * 1_000_000 +
 //                                       N * 10_000 + k forever, printing each acknowledged
 //                                       batch number (after "ready")
+//   LogCrashChild soak log|json <store-file> <seed> <round> [dead=<bytes>] [chunk=<bytes>]
+//                                       two @ModelActor workers save SoakPlan batches at
+//                                       once (SoakMode.swift)
 //   LogCrashChild default               opens ModelContainer(for:) with no configuration
 //                                       (under $XDG_DATA_HOME), saves one batch, prints
 //                                       "saved <path>"
@@ -133,6 +136,8 @@ do {
             say(error.code.rawValue)
             say(error.message)
         }
+    case "soak" where arguments.count >= 6:
+        try runSoak(arguments[2...])
     case "json-save" where arguments.count >= 3:
         try runJSONSave(arguments[2])
     case "default":

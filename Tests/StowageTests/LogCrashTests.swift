@@ -304,94 +304,153 @@ struct LogCrashTests {
         #expect(store.recordCount == CrashBatch.size(ofBatch: 1))
     }
 
-    /// 200 rounds of a child that saves batches (with external values) and checkpoints,
-    /// SIGKILLed at random moments, every other store of 40 rounds with commits written in
-    /// pieces: after each round, every acknowledged batch is there, whole, with the values
-    /// the child saved; no batch is there in part, or that no child began to save; every
-    /// external file is a live value's. Over the run, more than a quarter of the kills land
-    /// while the child said it was saving (about 70% on an idle machine, 40% under a full
-    /// parallel test run, when the child's inserts and checkpoints between saves take
-    /// longer), the children acknowledge more than a quarter of a save a round (half the
-    /// kills aimed at the saves wait for an acknowledgement), and reopening loads a
-    /// checkpoint now and then.
+    /// What one kill -9 soak did, for its closing checks and the figures it prints.
+    struct SoakFigures: CustomStringConvertible {
+        var rounds = 0
+        var killedMidSave = 0
+        var acknowledged = 0
+        var started = 0
+        /// Compactions the reopened files went through (their generations), and the kills
+        /// that landed while one was writing its new file (its `.compact` file was there).
+        var compactions = 0
+        var killedMidCompaction = 0
+        var checkpoints = 0
+        var killedMidCheckpoint = 0
+        var openedFromCheckpoint = 0
+        var seconds = 0.0
+
+        var description: String {
+            "\(rounds) rounds, \(killedMidSave) kills mid-save, \(acknowledged) saves acknowledged of \(started) begun, "
+                + "\(compactions) compactions (\(killedMidCompaction) kills mid-compaction), \(checkpoints) checkpoints "
+                + "(\(killedMidCheckpoint) kills mid-checkpoint), \(openedFromCheckpoint) opens from a checkpoint, "
+                + String(format: "%.1f s", seconds)
+        }
+    }
+
+    /// Rounds of a child whose two `@ModelActor` workers save `SoakPlan` batches at once (sizes
+    /// drawn from the seed, external values, each save inserting a batch, touching the
+    /// worker's previous one and deleting an older one), with automatic compaction running
+    /// in the background and checkpoints written between saves, SIGKILLed at random moments:
+    /// 200 rounds, 2000 with `STOWAGE_SOAK=1`; every other store of 40 rounds writes its
+    /// commits in pieces. After each round the reopened store holds, for each worker, exactly
+    /// the state its saves up to some save leave, and that save is at or after the last one
+    /// acknowledged and not after the last one begun: no acknowledged save lost, none in part
+    /// (a batch without all its rows, a touch or a delete without its insert), every value
+    /// as saved, the batch index agrees with a scan, and every external file is a live
+    /// value's. Over the run, more than a quarter of the kills land while a worker said it
+    /// was saving, the children acknowledge more than a quarter of a save a round, the files
+    /// go through compactions (at least one for every 40 rounds; some 15 to 20 in 200), a
+    /// kill lands while a compaction writes its new file at least once every 20 rounds (some
+    /// 40 to 60 in 200), the children write checkpoints, and reopening loads one now and
+    /// then.
     @Test func killNineNeverLosesAnAcknowledgedBatchNorLeavesHalfOne() throws {
         let soak = ProcessInfo.processInfo.environment["STOWAGE_SOAK"] == "1"
         let rounds = soak ? 2000 : 200
         var random = SeededRandom.fromEnvironment()
         let seed = random.seed
+        let plan = SoakPlan(seed: seed)
+        let start = Date()
         var directory = LogTestDirectory.fresh()
         defer { directory.remove() }
-        var acknowledged: Set<Int> = []
-        var started: Set<Int> = []
-        var killedMidSave = 0
-        var totalAcknowledged = 0
-        var fromCheckpoint = 0
+        // The highest save of each worker acknowledged and begun, since the store was new.
+        var acknowledged = [Int](repeating: 0, count: plan.workers)
+        var started = [Int](repeating: 0, count: plan.workers)
+        var generation: UInt64 = 0
+        var deadBytes = 32 << 10
+        var figures = SoakFigures()
         for round in 0..<rounds {
-            if round % 40 == 39 {
-                directory.remove()
-                directory = LogTestDirectory.fresh()
-                acknowledged = []
-                started = []
+            if round % 40 == 0 {
+                if round > 0 {
+                    directory.remove()
+                    directory = LogTestDirectory.fresh()
+                }
+                acknowledged = Array(repeating: 0, count: plan.workers)
+                started = acknowledged
+                generation = 0
+                // How many dead bytes start a compaction, for this store: from one every few
+                // saves to one every few dozen.
+                deadBytes = Int.random(in: 4 << 10...16 << 10, using: &random)
             }
             // Every other store of 40 rounds writes each commit in pieces, its frame last
             // (a chunk of 1 byte spills after every block), so kills land between them.
             let pieces = (round / 40) % 2 == 1
+            let context = "seed \(seed), round \(round)"
             // Half the kills aimed at the saves come after an acknowledged one, so that the
-            // run acknowledges saves however slow the machine's syncs make them (a save
-            // syncs each external file, the directory and the log: tens of milliseconds).
+            // run acknowledges saves however slow the machine's syncs make them; every fourth
+            // round lets the child acknowledge up to four first, so that the compactions its
+            // saves start have time to finish (or to be killed further on).
             let killed = try Self.runAndKill(
-                ["save", directory.storeURL.path] + (pieces ? ["1"] : []), startUpMicroseconds: 60_000,
-                acknowledgedBeforeKill: 0...1, random: &random, context: "seed \(seed), round \(round)")
-            if killed.killedMidSave { killedMidSave += 1 }
+                ["soak", "log", directory.storeURL.path, String(seed), String(round), "dead=\(deadBytes)"]
+                    + (pieces ? ["chunk=1"] : []), startUpMicroseconds: 60_000,
+                acknowledgedBeforeKill: round % 4 == 3 ? 1...4 : 0...1, random: &random, context: context)
+            figures.rounds += 1
+            if killed.killedMidSave { figures.killedMidSave += 1 }
             let failures = killed.lines.filter { $0.hasPrefix("error") }
-            #expect(failures.isEmpty, "seed \(seed), round \(round): \(failures)")
-            totalAcknowledged += killed.acknowledged.count
-            acknowledged.formUnion(killed.acknowledged)
-            started.formUnion(killed.started)
+            #expect(failures.isEmpty, "\(context): \(failures)")
+            figures.acknowledged += killed.acknowledged.count
+            figures.started += killed.started.count
+            for batch in killed.acknowledged {
+                let w = plan.worker(ofBatch: batch)
+                acknowledged[w] = max(acknowledged[w], plan.save(ofBatch: batch))
+            }
+            for batch in killed.started {
+                let w = plan.worker(ofBatch: batch)
+                started[w] = max(started[w], plan.save(ofBatch: batch))
+            }
+            let checkpointing = killed.lines.filter { $0 == "checkpointing" }.count
+            let checkpointed = killed.lines.filter { $0 == "checkpointed" }.count
+            figures.checkpoints += checkpointed
+            if checkpointing > checkpointed { figures.killedMidCheckpoint += 1 }
+            if FileManager.default.fileExists(atPath: directory.storeURL.path + ".compact") {
+                figures.killedMidCompaction += 1
+            }
 
             // This open's close checkpoints whatever the child saved, so that the next round
-            // kills a child on a file with a checkpoint in it even when a loaded machine
-            // lets the child save too little to write its own (every third batch).
+            // kills a child on a file with a checkpoint in it.
             var configuration = LogStoreConfiguration(url: directory.storeURL)
             configuration.checkpoints = .init(minimumCommitBytes: 0)
             let container = try ModelContainer(for: Self.schema, configurations: [configuration])
             let store = try #require(container.storesForTesting.first as? LogStore)
-            if store.openedFromCheckpoint { fromCheckpoint += 1 }
-            let (rows, wrong) = try Self.batches(in: store, withBlobs: true)
-            let entity = Self.schema.entitiesByName["CrashBatch"]!
-            var nonEmptyBlobs = 0
-            for snapshot in try store.allSnapshots(of: "CrashBatch") {
-                if case .data(let blob)? = snapshot.value(forKey: "blob", in: entity), !blob.isEmpty {
-                    nonEmptyBlobs += 1
-                }
-            }
+            if store.openedFromCheckpoint { figures.openedFromCheckpoint += 1 }
+            #expect(store.fileGeneration >= generation, "\(context): the file went back a generation")
+            figures.compactions += Int(store.fileGeneration - min(generation, store.fileGeneration))
+            generation = store.fileGeneration
+            let rows = try SoakPlan.rows(of: store)
+            let (lastSave, problems) = plan.check(rows)
             // The batch index (loaded from a checkpoint when the file ends with one) finds
             // exactly the rows a scan finds.
-            let context = ModelContext(container)
-            for batch in rows.keys.sorted() {
-                let count = try context.fetchCount(
+            var rowsOfBatch: [Int: Int] = [:]
+            for row in rows { rowsOfBatch[row.batch, default: 0] += 1 }
+            let modelContext = ModelContext(container)
+            for (batch, count) in rowsOfBatch.sorted(by: { $0.key < $1.key }) {
+                let indexed = try modelContext.fetchCount(
                     FetchDescriptor<CrashBatch>(predicate: #Predicate { $0.batch == batch }))
-                #expect(count == rows[batch], "seed \(seed), round \(round): batch \(batch) by index")
+                #expect(indexed == count, "\(context): batch \(batch) by index")
             }
             store.close()
-            // Every value came back as the child saved it, external ones whole, and opening
-            // removed the files of saves that were killed before their commit.
+            // Opening removed the files of values that no live record has: those of saves
+            // killed before their commit, and those that touches and deletes replaced.
             let files = (try? FileManager.default.contentsOfDirectory(atPath: directory.storeURL.path + ".blobs")) ?? []
-            #expect(wrong.isEmpty, "seed \(seed), round \(round): wrong values: \(wrong.prefix(5))")
+            let nonEmptyBlobs = rows.filter { !$0.blob.isEmpty }.count
+            #expect(files.count == nonEmptyBlobs, "\(context): \(files.count) files, \(nonEmptyBlobs) values")
+            #expect(problems.isEmpty, "\(context): \(problems.prefix(5))")
+            let lost = (0..<plan.workers).filter { lastSave[$0] < acknowledged[$0] }
             #expect(
-                files.count == nonEmptyBlobs,
-                "seed \(seed), round \(round): \(files.count) files, \(nonEmptyBlobs) values")
-            let missing = acknowledged.filter { rows[$0] == nil }
-            let partial = rows.filter { $0.value != CrashBatch.size(ofBatch: $0.key) }
-            let neverSaved = Set(rows.keys).subtracting(started)
-            #expect(missing.isEmpty, "seed \(seed), round \(round): acknowledged batches missing: \(missing.sorted())")
-            #expect(partial.isEmpty, "seed \(seed), round \(round): partial batches: \(partial)")
-            #expect(neverSaved.isEmpty, "seed \(seed), round \(round): batches no child saved: \(neverSaved.sorted())")
-            if !missing.isEmpty || !partial.isEmpty || !wrong.isEmpty || !neverSaved.isEmpty { return }
+                lost.isEmpty,
+                "\(context): acknowledged saves lost: the store holds \(lastSave), acknowledged \(acknowledged)")
+            let unbegun = (0..<plan.workers).filter { lastSave[$0] > started[$0] }
+            #expect(unbegun.isEmpty, "\(context): the store holds saves \(lastSave), begun \(started)")
+            if !problems.isEmpty || !lost.isEmpty || !unbegun.isEmpty { return }
         }
-        #expect(killedMidSave > rounds / 4, "seed \(seed): \(killedMidSave) of \(rounds) kills landed mid-save")
-        #expect(totalAcknowledged > rounds / 4, "seed \(seed): only \(totalAcknowledged) saves were acknowledged")
+        figures.seconds = Date().timeIntervalSince(start)
+        print("LogCrashTests kill -9 soak, seed \(seed): \(figures)")
+        #expect(figures.killedMidSave > rounds / 4, "seed \(seed): \(figures)")
+        #expect(figures.acknowledged > rounds / 4, "seed \(seed): \(figures)")
+        // Compactions finish during the rounds, and kills land while one writes its file.
+        #expect(figures.compactions >= rounds / 40, "seed \(seed): \(figures)")
+        #expect(figures.killedMidCompaction >= rounds / 20, "seed \(seed): \(figures)")
+        #expect(figures.checkpoints >= rounds / 20, "seed \(seed): \(figures)")
         // Kills land after a checkpoint often enough that reopening loads one.
-        #expect(fromCheckpoint > rounds / 20, "opened from a checkpoint \(fromCheckpoint) times")
+        #expect(figures.openedFromCheckpoint > rounds / 20, "seed \(seed): \(figures)")
     }
 }

@@ -260,6 +260,60 @@ struct LogExternalStorageTests {
         #expect(photos.map(\.bytes) == [Self.payload(8), Self.payload(9)])
     }
 
+    /// Compaction keeps each live value's file as it is (`Formats/log.md`, "External
+    /// values"): it copies none, so the files after it are those before it even when the
+    /// last commit wrote none. And a compaction that fails at any write (the disk full, say)
+    /// leaves every file the old log refers to, even those of values the last commit wrote,
+    /// whose names a copy made by the compaction would take: the store reopens with every
+    /// value. (Compaction once wrote every live value anew under the last transaction's
+    /// number, first removing the file of that name: a failed write then removed a live
+    /// value's only file, and the store no longer opened.)
+    @Test func compactionKeepsTheFilesAndAFailedOneLosesNone() throws {
+        let photos = (0..<3).map { (title: "P\($0)", bytes: Self.payload(UInt8(20 + $0), count: 3000 + $0)) }
+        var failed = 0
+        for n in 1...12 {
+            let directory = LogTestDirectory.fresh()
+            defer { directory.remove() }
+            let url = directory.storeURL
+            let fileSystem = FaultInjectingFileSystem()
+            let container = try Self.container(url, fileSystem: fileSystem)
+            let context = ModelContext(container)
+            for photo in photos { context.insert(Photo(title: photo.title, bytes: photo.bytes)) }
+            try context.save()
+            let before = Self.blobs(url)
+            let store = try Self.store(container)
+            fileSystem.arm(.write, failOn: n)
+            do {
+                try store.compact()
+                #expect(Self.blobs(url) == before, "n \(n): the files changed")
+            } catch let error as DataStoreError {
+                #expect(error.code == .ioFailure, "n \(n): \(error)")
+                failed += 1
+            }
+            fileSystem.disarm()
+            store.close()
+            let reopened = try ModelContext(try Self.container(url)).fetch(
+                FetchDescriptor<Photo>(sortBy: [SortDescriptor(\.title)]))
+            #expect(reopened.map(\.title) == photos.map(\.title), "n \(n)")
+            #expect(reopened.map(\.bytes) == photos.map(\.bytes), "n \(n)")
+        }
+        #expect(failed >= 2, "the compactions failed \(failed) times")
+
+        // A later commit that wrote no value: the files keep their names through compaction.
+        let directory = LogTestDirectory.fresh()
+        defer { directory.remove() }
+        let container = try Self.container(directory.storeURL)
+        let context = ModelContext(container)
+        let photo = Photo(title: "kept", bytes: Self.payload(40))
+        context.insert(photo)
+        try context.save()
+        photo.caption = "a change beside the value"
+        try context.save()
+        let before = Self.blobs(directory.storeURL)
+        try Self.store(container).compact()
+        #expect(Self.blobs(directory.storeURL) == before)
+    }
+
     /// A version 1 file cannot refer to external files: opening rewrites it in the current
     /// version (3), which can.
     @Test func aVersionOneFileIsRewrittenInTheCurrentVersionOnOpen() throws {

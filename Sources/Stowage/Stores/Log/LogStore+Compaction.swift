@@ -25,6 +25,11 @@ extension LogStore {
     /// Compactions since the store was opened, by hand or automatic.
     public var compactionCount: Int { writer.withLock { $0.compactions } }
 
+    /// The file's generation (`Formats/log.md`, "File header"): 0 for a new file, one more
+    /// with each rewrite (compaction, erase, upgrade). For tests that count the compactions a
+    /// file went through.
+    @_spi(Testing) public var fileGeneration: UInt64 { writer.withLock { $0.generation } }
+
     /// Why the last automatic compaction failed, or `nil`. A failure before the switch to
     /// the new file leaves the store as it was; one after it makes the store refuse saves.
     public var lastAutomaticCompactionFailure: String? { writer.withLock { $0.lastAutomaticCompactionFailure } }
@@ -133,7 +138,7 @@ extension LogStore {
                     nextPrimaryKey: source.nextPrimaryKey, deletes: [], writes: writes)
                 // Live external values keep their files; one without a file yet (a
                 // version 1 file being upgraded) gets one now, before the commit.
-                let values = try externalValues(of: commit, current: external)
+                let values = try externalValues(of: commit, current: external, keepingCurrent: true)
                 try externalFiles.write(values.files)
                 created += values.files.map(\.name)
                 for (slot, reference) in values.slots { external[slot] = reference }

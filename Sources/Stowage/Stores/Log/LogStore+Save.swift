@@ -96,9 +96,13 @@ extension LogStore {
     /// The external values a commit writes (`Formats/log.md`, "External values"): the
     /// references to encode by write and property position, the new files, and the slots
     /// as they stand after the commit (deletes first, then writes, as replay applies them).
-    /// An unchanged value refers to its existing file again.
+    /// An unchanged value refers to its existing file again. With `keepingCurrent` (a
+    /// compaction, whose writes are the live records as they are) every value that has a
+    /// file refers to it again, as `Formats/log.md` says, and only a value without one gets
+    /// a file: a new file would take the name of the one the old log still refers to when
+    /// the last commit wrote it, and a failed write would remove that file.
     func externalValues(
-        of commit: LogCommit, current: [LogExternalSlot: LogExternalReference]
+        of commit: LogCommit, current: [LogExternalSlot: LogExternalReference], keepingCurrent: Bool = false
     ) throws -> (
         references: [Int: [Int: LogExternalReference]], files: [(name: String, bytes: Data)],
         slots: [(LogExternalSlot, LogExternalReference?)]
@@ -121,7 +125,7 @@ extension LogStore {
                     continue
                 }
                 if let old = current[slot], old.byteCount == UInt64(bytes.count),
-                    case .data(let current)? = stored?.values[p], current == bytes
+                    keepingCurrent || stored?.values[p] == .data(bytes)
                 {
                     references[position, default: [:]][p] = old
                     slots.append((slot, old))
