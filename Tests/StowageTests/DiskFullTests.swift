@@ -427,7 +427,7 @@ struct DiskFullTests {
         arguments: [Kind.log, .json])
     func savesOnARealFullDisk(kind: Kind) throws {
         let mount = URL(fileURLWithPath: ProcessInfo.processInfo.environment["STOWAGE_FULL_DISK"] ?? "/nonexistent")
-        var random = SeededRandom.fromEnvironment(test: "\(kind) store on a real full disk")
+        let random = SeededRandom.fromEnvironment(test: "\(kind) store on a real full disk")
         let seed = random.seed
         let directory = mount.appendingPathComponent("stowage-\(kind)-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
