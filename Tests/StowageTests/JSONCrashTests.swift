@@ -46,20 +46,8 @@ struct JSONCrashTests {
                 // the log store's.
                 ["soak", "json", url.path, String(seed), String(round)], startUpMicroseconds: 40_000,
                 savingMicroseconds: 60_000, random: &random, context: context)
-            figures.rounds += 1
-            if killed.killedMidSave { figures.killedMidSave += 1 }
-            let failures = killed.lines.filter { $0.hasPrefix("error") }
+            let failures = figures.count(killed, plan: plan, acknowledged: &acknowledged, started: &started)
             #expect(failures.isEmpty, "\(context): \(failures)")
-            figures.acknowledged += killed.acknowledged.count
-            figures.started += killed.started.count
-            for batch in killed.acknowledged {
-                let w = plan.worker(ofBatch: batch)
-                acknowledged[w] = max(acknowledged[w], plan.save(ofBatch: batch))
-            }
-            for batch in killed.started {
-                let w = plan.worker(ofBatch: batch)
-                started[w] = max(started[w], plan.save(ofBatch: batch))
-            }
 
             // The file parses (when it exists: a kill before the first rename leaves none).
             if FileManager.default.fileExists(atPath: url.path) {

@@ -319,6 +319,27 @@ struct LogCrashTests {
         var openedFromCheckpoint = 0
         var seconds = 0.0
 
+        /// Counts a killed round: its kill, and the saves it acknowledged and began, raising
+        /// each worker's last acknowledged and last begun save. Returns the lines where the
+        /// child said a save failed.
+        mutating func count(
+            _ killed: KilledChild, plan: SoakPlan, acknowledged: inout [Int], started: inout [Int]
+        ) -> [Substring] {
+            rounds += 1
+            if killed.killedMidSave { killedMidSave += 1 }
+            self.acknowledged += killed.acknowledged.count
+            self.started += killed.started.count
+            for batch in killed.acknowledged {
+                let w = plan.worker(ofBatch: batch)
+                acknowledged[w] = max(acknowledged[w], plan.save(ofBatch: batch))
+            }
+            for batch in killed.started {
+                let w = plan.worker(ofBatch: batch)
+                started[w] = max(started[w], plan.save(ofBatch: batch))
+            }
+            return killed.lines.filter { $0.hasPrefix("error") }
+        }
+
         var description: String {
             "\(rounds) rounds, \(killedMidSave) kills mid-save, \(acknowledged) saves acknowledged of \(started) begun, "
                 + "\(compactions) compactions (\(killedMidCompaction) kills mid-compaction), \(checkpoints) checkpoints "
@@ -383,20 +404,8 @@ struct LogCrashTests {
                 ["soak", "log", directory.storeURL.path, String(seed), String(round), "dead=\(deadBytes)"]
                     + (pieces ? ["chunk=1"] : []), startUpMicroseconds: 60_000,
                 acknowledgedBeforeKill: round % 4 == 3 ? 1...4 : 0...1, random: &random, context: context)
-            figures.rounds += 1
-            if killed.killedMidSave { figures.killedMidSave += 1 }
-            let failures = killed.lines.filter { $0.hasPrefix("error") }
+            let failures = figures.count(killed, plan: plan, acknowledged: &acknowledged, started: &started)
             #expect(failures.isEmpty, "\(context): \(failures)")
-            figures.acknowledged += killed.acknowledged.count
-            figures.started += killed.started.count
-            for batch in killed.acknowledged {
-                let w = plan.worker(ofBatch: batch)
-                acknowledged[w] = max(acknowledged[w], plan.save(ofBatch: batch))
-            }
-            for batch in killed.started {
-                let w = plan.worker(ofBatch: batch)
-                started[w] = max(started[w], plan.save(ofBatch: batch))
-            }
             let checkpointing = killed.lines.filter { $0 == "checkpointing" }.count
             let checkpointed = killed.lines.filter { $0 == "checkpointed" }.count
             figures.checkpoints += checkpointed
