@@ -84,10 +84,10 @@ enum LogTest {
 @Suite("LogStore basics")
 struct LogStoreTests {
     /// What a large store's closing calls: free pages in the middle of the heap go back to
-    /// the system, which glibc's `free` alone does not do. Not under AddressSanitizer, whose
-    /// allocator replaces glibc's (`malloc_trim` has nothing to trim) and holds freed memory
-    /// in quarantine by design.
-    @Test(.disabled(if: Sanitizers.address, "AddressSanitizer's allocator is not glibc's"))
+    /// the system, which glibc's `free` alone does not do. Not under AddressSanitizer or
+    /// ThreadSanitizer, whose allocators replace glibc's (`malloc_trim` has nothing to trim;
+    /// AddressSanitizer holds freed memory in quarantine by design).
+    @Test(.disabled(if: Sanitizers.address || Sanitizers.thread, "a sanitizer's allocator is not glibc's"))
     func releasingFreedMemoryLowersTheResidentSize() throws {
         func residentBytes() throws -> Int {
             let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
