@@ -90,7 +90,7 @@ package enum FuzzSamples {
             for byte in seed { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
             let name = String(hash, radix: 16)
             guard written.insert(name).inserted else { continue }
-            FileManager.default.createFile(atPath: directory + "/seed-" + name, contents: Data(seed))
+            _ = FileManager.default.createFile(atPath: directory + "/seed-" + name, contents: Data(seed))
         }
         print("\(written.count) seeds in \(directory)")
     }
