@@ -21,6 +21,10 @@ struct PostgresSave {
     private var batchDeletes: [(entity: String, sql: String, parameters: [String?])] = []
     /// What the batch deletes took, once they have run.
     private var batchDeleted: [PersistentIdentifier] = []
+    /// With a history: the preserved values of what the batch deletes took.
+    private var batchTombstones: [PersistentIdentifier: [String: SnapshotValue]] = [:]
+    /// Whether the save adds a transaction to the history.
+    private var keepsHistory: Bool { store.configuration.keepsHistory }
 
     init(store: PostgresStore, request: DataStoreSaveChangesRequest<DefaultSnapshot>, connection: PostgresConnection) {
         self.store = store
@@ -75,9 +79,14 @@ struct PostgresSave {
         }
         let entities = insertsByEntity.sorted(by: { $0.key < $1.key })
         let referenced = Self.temporaryReferences(request)
+        // A history needs to know which inserts met stored rows before it is written: the
+        // look-up finds them first.
         let upsertingInSQL = Set(
             try entities.filter { name, indices in
-                try upsertsInSQL(try store.table(name), indices.map { request.inserted[$0] }, referenced: referenced)
+                guard !keepsHistory else { return false }
+                return
+                    try upsertsInSQL(
+                        try store.table(name), indices.map { request.inserted[$0] }, referenced: referenced)
             }.map(\.key))
         let stored = try storedMatches(
             entities.map { name, indices in
@@ -125,11 +134,16 @@ struct PostgresSave {
         let upserted = upsertOrder.compactMap { id in upserts[id].map { final(id, $0) } }
         let updated = request.updated.map { final($0.persistentIdentifier, $0) } + upserted
 
+        let history = keepsHistory ? try historyChanges(inserted: inserted, updated: updated) : []
+
         try deleteRows(request.deleted.map(\.persistentIdentifier))
         try updateRows(updated)
         let returning = try insertRows(inserted, upsertingInSQL: upsertingInSQL)
         try writeJoinTables(inserted, replacing: false)
         try writeJoinTables(updated, replacing: true)
+        if !history.isEmpty {
+            writes += PostgresHistoryRecorder.statements(history, author: request.editingState.author)
+        }
         // Batch deletes not sent with the look-ups go first, so that they see the rows
         // stored before the save, not its own inserts.
         let unsent = batchDeletes.map { (sql: $0.sql, parameters: $0.parameters) }
@@ -178,14 +192,27 @@ struct PostgresSave {
         query.offset = 0
         let plan = PostgresQueryPlan(query, table: table, store: storeID)
         let delete = "DELETE FROM \(quote(table.name))"
+        let returning =
+            " RETURNING " + (["\"pk\""] + tombstoneColumns(table).map(Self.textExpression)).joined(separator: ", ")
         guard plan.residual != nil else {
-            return (table.name, delete + plan.whereClause + " RETURNING \"pk\"", plan.statement.parameters)
+            return (table.name, delete + plan.whereClause + returning, plan.statement.parameters)
         }
         let keys = try store.snapshots(query).compactMap(\.persistentIdentifier.primaryKey).map { String($0) }
         return (
-            table.name, delete + " WHERE \"pk\" = ANY($1::bigint[]) RETURNING \"pk\"",
-            [PostgresValues.arrayLiteral(keys)]
+            table.name, delete + " WHERE \"pk\" = ANY($1::bigint[])" + returning, [PostgresValues.arrayLiteral(keys)]
         )
+    }
+
+    /// With a history, the columns of `table`'s `.preserveValueOnDeletion` attributes.
+    private func tombstoneColumns(_ table: PostgresEntityTable) -> [PostgresEntityTable.Column] {
+        guard keepsHistory, let entity = store.schema.entitiesByName[table.name] else { return [] }
+        return PostgresHistoryRecorder.preserved(entity).compactMap { table.column(named: $0) }
+    }
+
+    /// How a statement whose results come as text returns `column`, for
+    /// ``PostgresValues/value(_:_:store:)``: a date as its seconds since 1970.
+    static func textExpression(_ column: PostgresEntityTable.Column) -> String {
+        column.kind == .timestamp ? "EXTRACT(EPOCH FROM \(quote(column.name)))" : quote(column.name)
     }
 
     /// Reads the keys the batch deletes returned (`results`, in their order) into
@@ -196,9 +223,19 @@ struct PostgresSave {
             throw DataStoreError(.ioFailure, "the server answered \(results.count) of \(batchDeletes.count) deletes")
         }
         for (batch, rows) in zip(batchDeletes, results) {
+            let table = try store.table(batch.entity)
+            let preserved = tombstoneColumns(table)
             for row in 0..<rows.count {
                 guard let key = rows.text(row, 0).flatMap(Int64.init) else { continue }
-                batchDeleted.append(permanent(batch.entity, key))
+                let id = permanent(batch.entity, key)
+                batchDeleted.append(id)
+                guard !preserved.isEmpty else { continue }
+                var tombstone: [String: SnapshotValue] = [:]
+                for (i, column) in preserved.enumerated() {
+                    tombstone[column.name] = try PostgresValues.value(
+                        rows.text(row, i + 1), column.kind, store: storeID)
+                }
+                batchTombstones[id] = tombstone
             }
         }
         batchDeletes = []
@@ -326,6 +363,80 @@ struct PostgresSave {
             }
         }
         return found
+    }
+
+    /// The save's changes for the history (`Formats/postgres.md`, "The history"): its
+    /// inserts, its updates with the properties whose stored values they change, and its
+    /// deletes with their preserved values, from the rows as they are before the save,
+    /// read `FOR UPDATE` in its transaction (which this begins, with the batch deletes, if
+    /// the look-ups have not).
+    private mutating func historyChanges(inserted: [DefaultSnapshot], updated: [DefaultSnapshot]) throws
+        -> [HistoryEntry.Change]
+    {
+        let updates = updated.filter { $0.persistentIdentifier.storeIdentifier == storeID }
+        let deletes = request.deleted.map(\.persistentIdentifier).filter {
+            $0.storeIdentifier == storeID && $0.primaryKey != nil
+        }
+        var wanted: [String: [Int64]] = [:]
+        for snapshot in updates {
+            if let key = snapshot.persistentIdentifier.primaryKey {
+                wanted[snapshot.persistentIdentifier.entityName, default: []].append(key)
+            }
+        }
+        for id in deletes {
+            guard let entity = store.schema.entitiesByName[id.entityName], let key = id.primaryKey,
+                !PostgresHistoryRecorder.preserved(entity).isEmpty
+            else { continue }
+            wanted[id.entityName, default: []].append(key)
+        }
+        if !begun, !wanted.isEmpty || !batchDeletes.isEmpty {
+            let batches = batchDeletes.map { (sql: $0.sql, parameters: $0.parameters) }
+            let answers = try connection.pipeline([("BEGIN", [])] + batches)
+            begun = true
+            try collectBatchDeleted(answers.dropFirst().prefix(batches.count))
+        }
+        var old: [PersistentIdentifier: DefaultSnapshot] = [:]
+        for (name, keys) in wanted.sorted(by: { $0.key < $1.key }) {
+            let table = try store.table(name)
+            let sql =
+                "SELECT \(table.selectList) FROM \(quote(table.name)) WHERE \"pk\" = ANY($1::bigint[]) "
+                + "ORDER BY \"pk\" FOR UPDATE"
+            for snapshot in try store.read(
+                table, sql, [PostgresValues.arrayLiteral(keys.map { String($0) })], on: connection)
+            {
+                old[snapshot.persistentIdentifier] = snapshot
+            }
+        }
+        var changes: [HistoryEntry.Change] = []
+        for snapshot in inserted {
+            guard let key = snapshot.persistentIdentifier.primaryKey else { continue }
+            changes.append(
+                HistoryEntry.Change(kind: .insert, entity: snapshot.persistentIdentifier.entityName, key: key))
+        }
+        for snapshot in updates {
+            let id = snapshot.persistentIdentifier
+            guard let key = id.primaryKey, let entity = store.schema.entitiesByName[id.entityName] else { continue }
+            // A row that is not there (another process deleted it) had every value changed.
+            let names =
+                old[id].map { PostgresHistoryRecorder.updated(entity, old: $0.values, new: snapshot.values) }
+                ?? entity.properties.map(\.name)
+            changes.append(HistoryEntry.Change(kind: .update, entity: id.entityName, key: key, updated: names))
+        }
+        for id in deletes {
+            guard let key = id.primaryKey, let entity = store.schema.entitiesByName[id.entityName] else { continue }
+            let tombstone = old[id].map {
+                PostgresHistoryRecorder.tombstone(entity, PostgresHistoryRecorder.preserved(entity), $0.values)
+            }
+            changes.append(
+                HistoryEntry.Change(kind: .delete, entity: id.entityName, key: key, tombstone: tombstone ?? [:]))
+        }
+        for id in batchDeleted {
+            guard let key = id.primaryKey else { continue }
+            changes.append(
+                HistoryEntry.Change(
+                    kind: .delete, entity: id.entityName, key: key, tombstone: batchTombstones[id] ?? [:]))
+        }
+        return changes
     }
 
     private mutating func deleteRows(_ identifiers: [PersistentIdentifier]) throws {

@@ -34,8 +34,18 @@ struct PostgresTables: Sendable {
             statements += table.createJoinTables(entities)
             statements += table.createIndexes
         }
-        return statements
+        return statements + Self.historyScript
     }
+
+    /// The history's sequence and table (`Formats/postgres.md`, "The history"), which
+    /// layout 2 added: made with the other tables, or when a layout 1 database is opened.
+    static let historyScript = [
+        "CREATE SEQUENCE IF NOT EXISTS stowage_history_txn",
+        """
+        CREATE TABLE IF NOT EXISTS stowage_history ("txn" bigint PRIMARY KEY, "time" bigint NOT NULL, \
+        "author" text, "program" text NOT NULL, "process" bigint NOT NULL, "changes" json NOT NULL)
+        """,
+    ]
 }
 
 /// How one stored value is kept in a column.

@@ -52,10 +52,14 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     static let keyBlock = 256
 
     /// The version of `Formats/postgres.md` the tables follow.
-    static let layout = "1"
+    static let layout = "2"
+
+    /// A key for `pg_advisory_xact_lock` while a save writes its history row, held until it
+    /// commits, so that transaction identifiers increase in commit order.
+    static let historyLock: Int64 = creationLock + 3
 
     /// A key for `pg_advisory_xact_lock` while the tables are made ("stowage").
-    private static let creationLock: Int64 = 0x73_74_6f_77_61_67_65
+    static let creationLock: Int64 = 0x73_74_6f_77_61_67_65
 
     /// Connects to the database and makes the tables if there are none (under an advisory
     /// lock, so that processes opening an empty database at once make them once), or
@@ -95,10 +99,16 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             let live = PostgresSchemaRecord(schema)
             let identifier: String
             if let layout = stored["layout"], layout != Self.layout {
-                throw DataStoreError(
-                    .wrongFormat,
-                    "the PostgreSQL database's tables are of layout \(layout), this Stowage reads layout \(Self.layout) "
-                        + "(Formats/postgres.md)")
+                guard layout == "1" else {
+                    throw DataStoreError(
+                        .wrongFormat,
+                        "the PostgreSQL database's tables are of layout \(layout), this Stowage reads layouts 1 and "
+                            + "\(Self.layout) (Formats/postgres.md)")
+                }
+                // Layout 1 had no history: its table is added, and the layout moves on.
+                for statement in PostgresTables.historyScript { try connection.run(statement) }
+                try connection.execute(
+                    "UPDATE stowage_metadata SET \"value\" = $1 WHERE \"key\" = 'layout'", [Self.layout])
             }
             if let existing = stored["identifier"], let text = stored["schema"] {
                 guard let recorded = PostgresSchemaRecord(json: text) else {

@@ -30,6 +30,16 @@ public struct PostgresStoreConfiguration: DataStoreConfiguration {
     /// The most idle connections the store keeps for later calls; calls made at once on
     /// more threads than this open more, which are closed when they are done. Default 4.
     public var idleConnections: Int = 4
+    /// Whether each save adds a transaction to the database's history, which
+    /// `ModelContext.fetchHistory(_:)` reads (and `deleteHistory(_:)` trims). Default
+    /// `false`: keeping it costs every save that updates or deletes a read of those rows
+    /// first (to find what changed), saves of a model with a uniqueness constraint a
+    /// look-up round trip, and every save the commit order of all the database's
+    /// history-keeping saves (`Formats/postgres.md`, "The history"). Processes that share a
+    /// database and read its history should all keep it: a save by a store that does not
+    /// is in no transaction. Stowage's own: SwiftData keeps history always, as the log and
+    /// memory stores do; the JSON store has the same option.
+    public var keepsHistory = false
 
     /// A configuration for the database at `url`.
     public init(name: String = "default", schema: Schema? = nil, url: String) {

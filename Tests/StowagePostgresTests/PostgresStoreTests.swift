@@ -105,10 +105,10 @@ struct PostgresStoreTests {
         let later = try cluster.freshDatabase()
         _ = try Self.container(later)
         try PostgresConnection(later, connectTimeout: 5).run(
-            "UPDATE stowage_metadata SET \"value\" = '2' WHERE \"key\" = 'layout'")
+            "UPDATE stowage_metadata SET \"value\" = '3' WHERE \"key\" = 'layout'")
         let refused = #expect(throws: DataStoreError.self) { try Self.container(later) }
         #expect(refused?.code == .wrongFormat)
-        #expect(refused?.message.contains("layout 2") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("layout 3") == true, "\(String(describing: refused))")
     }
 
     /// Strings full of quotes, backslashes, NULs and `$1`, as values and in predicates,

@@ -36,6 +36,16 @@ package struct HistoryEntry: Sendable, Equatable {
         package var updated: [String] = []
         /// A delete's `.preserveValueOnDeletion` values.
         package var tombstone: [String: SnapshotValue] = [:]
+
+        package init(
+            kind: Kind, entity: String, key: Int64, updated: [String] = [], tombstone: [String: SnapshotValue] = [:]
+        ) {
+            self.kind = kind
+            self.entity = entity
+            self.key = key
+            self.updated = updated
+            self.tombstone = tombstone
+        }
     }
 }
 
@@ -384,7 +394,7 @@ enum HistoryReading {
 }
 
 /// A store that keeps history entries: ``HistoryProviding`` follows from it.
-protocol HistoryKeeping: DataStore {
+package protocol HistoryKeeping: DataStore {
     /// Every transaction kept, in the order saved.
     func historyEntries() throws -> [HistoryEntry]
     /// Forgets the transactions with these identifiers.
@@ -392,17 +402,17 @@ protocol HistoryKeeping: DataStore {
 }
 
 extension HistoryKeeping {
-    func defaultTransactions() throws -> [DefaultHistoryTransaction] {
+    package func defaultTransactions() throws -> [DefaultHistoryTransaction] {
         HistoryReading.transactions(try historyEntries(), storeIdentifier: identifier, schema: schema)
     }
 
-    func fetchDefaultHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
+    package func fetchDefaultHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws
         -> [DefaultHistoryTransaction]
     {
         try HistoryReading.select(try defaultTransactions(), descriptor)
     }
 
-    func deleteDefaultHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
+    package func deleteDefaultHistory(_ descriptor: HistoryDescriptor<DefaultHistoryTransaction>) throws {
         var unlimited = descriptor
         unlimited.sortBy = []
         let doomed = try HistoryReading.select(try defaultTransactions(), unlimited)

@@ -300,34 +300,7 @@ extension JSONDocument {
             w.key("author")
             if let author = entry.author { w.string(author) } else { w.null() }
             w.key("changes")
-            w.beginArray()
-            for change in entry.changes {
-                w.beginObject()
-                w.key("entity")
-                w.string(change.entity)
-                w.key("id")
-                w.int(change.key)
-                w.key("kind")
-                w.string(["insert", "update", "delete"][Int(change.kind.rawValue)])
-                switch change.kind {
-                case .insert: break
-                case .update:
-                    w.key("updated")
-                    w.beginArray()
-                    for name in change.updated { w.string(name) }
-                    w.endArray()
-                case .delete:
-                    w.key("tombstone")
-                    w.beginObject()
-                    for name in change.tombstone.keys.sorted(by: jsonKeyOrder) {
-                        w.key(name)
-                        JSONValueCodec.write(change.tombstone[name] ?? .null, to: &w)
-                    }
-                    w.endObject()
-                }
-                w.endObject()
-            }
-            w.endArray()
+            HistoryJSON.write(entry.changes, to: &w)
             w.key("process")
             w.int(entry.writer.process)
             w.key("program")
@@ -379,39 +352,15 @@ extension JSONDocument {
             guard case .array(let changeList)? = entry["changes"] else {
                 throw .corrupt("history transaction \(id): changes must be an array")
             }
-            var changes: [HistoryEntry.Change] = []
-            for changeItem in changeList {
-                let context = "history transaction \(id): a change"
-                let fields = try members(changeItem, context)
-                let entityName = try string(fields["entity"], "\(context)'s entity")
-                guard case .integer(let key)? = fields["id"] else {
-                    throw .corrupt("\(context)'s id must be an integer")
+            let changes: [HistoryEntry.Change]
+            do {
+                changes = try HistoryJSON.read(
+                    changeList, context: "history transaction \(id)", storeIdentifier: storeIdentifier
+                ) { entity, property in
+                    schema.entities.first { $0.name == entity }?.properties.first { $0.name == property }?.typeName
                 }
-                let kindName = try string(fields["kind"], "\(context)'s kind")
-                guard let kindIndex = ["insert", "update", "delete"].firstIndex(of: kindName),
-                    let kind = HistoryEntry.Change.Kind(rawValue: UInt8(kindIndex))
-                else { throw .corrupt("\(context)'s kind \"\(kindName)\" is not insert, update or delete") }
-                var change = HistoryEntry.Change(kind: kind, entity: entityName, key: key)
-                let entity = schema.entities.first { $0.name == entityName }
-                if kind == .update {
-                    guard case .array(let names)? = fields["updated"] else {
-                        throw .corrupt("\(context)'s updated must be an array of names")
-                    }
-                    for name in names { change.updated.append(try string(name, "\(context)'s updated name")) }
-                }
-                if kind == .delete {
-                    let values = try members(fields["tombstone"] ?? .null, "\(context)'s tombstone")
-                    for (name, value) in values {
-                        guard let property = entity?.properties.first(where: { $0.name == name }) else { continue }
-                        do {
-                            change.tombstone[name] = try JSONValueCodec.readAttribute(
-                                value, typeName: property.typeName, storeIdentifier: storeIdentifier)
-                        } catch {
-                            throw .corrupt("\(context)'s tombstone value \(name) does not read: \(error)")
-                        }
-                    }
-                }
-                changes.append(change)
+            } catch {
+                throw .corrupt(error.message)
             }
             entries.append(
                 HistoryEntry(

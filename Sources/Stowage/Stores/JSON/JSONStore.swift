@@ -397,7 +397,7 @@ extension JSONStore: HistoryProviding, HistoryKeeping {
         try deleteDefaultHistory(descriptor)
     }
 
-    func historyEntries() throws -> [HistoryEntry] {
+    package func historyEntries() throws -> [HistoryEntry] {
         guard let history = table.withLock({ $0.history }) else {
             throw DataStoreError(
                 .unsupportedFeature,
@@ -406,7 +406,7 @@ extension JSONStore: HistoryProviding, HistoryKeeping {
         return history
     }
 
-    func removeHistory(_ transactions: Set<Int64>) throws {
+    package func removeHistory(_ transactions: Set<Int64>) throws {
         guard !transactions.isEmpty else { return }
         try writer.withLock { w in
             try checkWritable(w)

@@ -22,7 +22,7 @@ extension LogStore: HistoryProviding, HistoryKeeping {
         try deleteDefaultHistory(descriptor)
     }
 
-    func historyEntries() throws -> [HistoryEntry] {
+    package func historyEntries() throws -> [HistoryEntry] {
         try writer.withLockWhenNotSyncing { w in
             try settlePending(&w)
             guard !w.closed else { throw DataStoreError(.storeUnusable, "\(path) is closed") }
@@ -30,7 +30,7 @@ extension LogStore: HistoryProviding, HistoryKeeping {
         }
     }
 
-    func removeHistory(_ transactions: Set<Int64>) throws {
+    package func removeHistory(_ transactions: Set<Int64>) throws {
         guard !transactions.isEmpty else { return }
         try writer.withLockWhenNotSyncing { w in
             try checkWritable(w)

@@ -76,9 +76,9 @@ extension MemoryStore: HistoryProviding, HistoryKeeping {
         try deleteDefaultHistory(descriptor)
     }
 
-    func historyEntries() throws -> [HistoryEntry] { table.withLock { $0.history ?? [] } }
+    package func historyEntries() throws -> [HistoryEntry] { table.withLock { $0.history ?? [] } }
 
-    func removeHistory(_ transactions: Set<Int64>) throws {
+    package func removeHistory(_ transactions: Set<Int64>) throws {
         table.withLock { $0.history?.removeAll { transactions.contains($0.transactionID) } }
     }
 }
