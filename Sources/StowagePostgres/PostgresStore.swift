@@ -25,10 +25,14 @@ import Synchronization
 ///   A connection that fails is dropped: the call it served throws `DataStoreError`
 ///   `.ioFailure`, and the next call connects again.
 ///
+/// - **History.** With ``PostgresStoreConfiguration/keepsHistory``, each save adds a
+///   transaction to the `stowage_history` table in its own SQL transaction, numbered in
+///   commit order, which every process's `fetchHistory` reads.
+///
 /// Where it differs from the other stores: dates are kept to the microsecond (PostgreSQL's
 /// `timestamptz`); text is compared as bytes; model inheritance and migration plans are
-/// not supported yet (opening throws `.unsupportedFeature` and `.schemaMismatch`); no
-/// history is kept. Stowage's own: SwiftData has no PostgreSQL store.
+/// not supported yet (opening throws `.unsupportedFeature` and `.schemaMismatch`); history
+/// is kept only when asked for. Stowage's own: SwiftData has no PostgreSQL store.
 public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     // @unchecked Sendable: the only mutable state is the pool, behind its Mutex; each
     // connection is used by one call at a time.
