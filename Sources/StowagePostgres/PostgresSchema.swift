@@ -281,10 +281,22 @@ struct PostgresEntityTable: Sendable {
         indices.filter { !uniqueness.contains($0) }.compactMap { group in
             let columns = group.compactMap { column(named: $0) }
             guard columns.count == group.count else { return nil }
-            let indexName = String("ix_\(name)_\(group.joined(separator: "_"))".prefix(63))
+            let indexName = Self.indexName(name, group)
             let keys = columns.map { quote($0.name) + ($0.isOptional ? " ASC NULLS FIRST" : "") }
             return "CREATE INDEX IF NOT EXISTS \(quote(indexName)) ON \(quote(name)) (\(keys.joined(separator: ", ")))"
         }
+    }
+}
+
+extension PostgresEntityTable {
+    /// The name of the index of `group` on `entity`'s table, cut to PostgreSQL's 63 bytes.
+    static func indexName(_ entity: String, _ group: [String]) -> String {
+        String("ix_\(entity)_\(group.joined(separator: "_"))".prefix(63))
+    }
+
+    /// The names of the table's `#Index` indexes (``createIndexes``).
+    var indexNames: [String] {
+        indices.filter { !uniqueness.contains($0) }.map { Self.indexName(name, $0) }
     }
 }
 
@@ -349,6 +361,18 @@ struct PostgresSchemaRecord: Codable {
                     },
                     uniqueness: entity.uniqueness, indices: entity.indices)
             })
+    }
+
+    /// The FNV-1a 64-bit hash of `text`'s UTF-8 bytes, as 16 lower-case hex digits: how
+    /// `stowage_metadata`'s `replaced` names a schema.
+    static func hash(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        let digits = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
     }
 
     /// The first difference between this recorded schema and `live`, or `nil`.

@@ -30,8 +30,10 @@ import Synchronization
 ///   commit order, which every process's `fetchHistory` reads.
 ///
 /// Where it differs from the other stores: dates are kept to the microsecond (PostgreSQL's
-/// `timestamptz`); text is compared as bytes; model inheritance and migration plans are
-/// not supported yet (opening throws `.unsupportedFeature` and `.schemaMismatch`); history
+/// `timestamptz`); text is compared as bytes; a changed schema is converted within one
+/// version (as lightweight migration does, with `ALTER TABLE` in the opening transaction),
+/// but model inheritance and migration plans across versions are not supported yet (opening
+/// throws `.unsupportedFeature` and `.schemaMismatch`); history
 /// is kept only when asked for. Stowage's own: SwiftData has no PostgreSQL store.
 public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     // @unchecked Sendable: the only mutable state is the pool, behind its Mutex; each
@@ -67,9 +69,10 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
 
     /// Connects to the database and makes the tables if there are none (under an advisory
     /// lock, so that processes opening an empty database at once make them once), or
-    /// checks that the tables there are this schema's.
+    /// checks that the tables there are this schema's, converting them within one schema
+    /// version as lightweight migration does (`Formats/postgres.md`, "A changed schema").
     /// - Throws: `DataStoreError` `.ioFailure` when the server cannot be reached,
-    ///   `.schemaMismatch` when the database holds another schema, `.wrongFormat` for tables
+    ///   `.schemaMismatch` when the database holds another schema that needs a migration, `.wrongFormat` for tables
     ///   Stowage did not make or of a later layout, `.unsupportedFeature` for a schema with
     ///   model inheritance.
     public init(_ configuration: PostgresStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
@@ -120,10 +123,13 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                         .wrongFormat, "the database's stowage_metadata holds a schema Stowage cannot read")
                 }
                 if let difference = recorded.difference(from: live) {
-                    throw DataStoreError(
-                        .schemaMismatch,
-                        "the PostgreSQL database holds another schema: \(difference)"
-                            + (migrationPlan == nil ? "" : " (PostgresStore does not run migration plans yet)"))
+                    guard migrationPlan == nil || recorded.version == live.version else {
+                        throw DataStoreError(
+                            .schemaMismatch,
+                            "the PostgreSQL database holds another schema: \(difference) "
+                                + "(PostgresStore does not run migration plans yet)")
+                    }
+                    try convert(connection, from: recorded, text: text, to: live, tables: tables, schema: schema)
                 }
                 identifier = existing
             } else {
@@ -156,6 +162,40 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             try? connection.run("ROLLBACK")
             throw error
         }
+    }
+
+    /// Converts the tables from the `recorded` schema (whose JSON is `text`) to `live`
+    /// within one version, in the open's transaction (`Formats/postgres.md`, "A changed
+    /// schema"), and records the change; refuses a schema the tables were converted from.
+    private static func convert(
+        _ connection: PostgresConnection, from recorded: PostgresSchemaRecord, text: String,
+        to live: PostgresSchemaRecord, tables: PostgresTables, schema: Schema
+    ) throws {
+        let rows = try connection.execute("SELECT \"value\" FROM stowage_metadata WHERE \"key\" = 'replaced'")
+        var replaced: [String] = []
+        if let list = rows.text(0, 0) {
+            guard let decoded = try? JSONDecoder().decode([String].self, from: Data(list.utf8)) else {
+                throw DataStoreError(
+                    .wrongFormat, "the database's stowage_metadata holds a replaced list Stowage cannot read")
+            }
+            replaced = decoded
+        }
+        if replaced.contains(PostgresSchemaRecord.hash(live.json)) {
+            throw DataStoreError(
+                .schemaMismatch,
+                "the PostgreSQL database's tables were converted from this schema to another one (by a later build "
+                    + "of the app?); converting them back would drop that build's columns. To go back on purpose, "
+                    + "delete the 'replaced' row of stowage_metadata")
+        }
+        try PostgresLightweight(connection: connection, tables: tables, schema: schema)
+            .convert(from: recorded.stored, to: live.stored)
+        let hash = PostgresSchemaRecord.hash(text)
+        if !replaced.contains(hash) { replaced.append(hash) }
+        let list = String(decoding: (try? JSONEncoder().encode(replaced)) ?? Data("[]".utf8), as: UTF8.self)
+        try connection.execute(
+            "INSERT INTO stowage_metadata (\"key\", \"value\") VALUES ('schema', $1), ('replaced', $2) "
+                + "ON CONFLICT (\"key\") DO UPDATE SET \"value\" = excluded.\"value\"",
+            [live.json, list])
     }
 
     // MARK: Connections

@@ -12,9 +12,9 @@ import Foundation
 /// uniqueness constraints (an added constraint is checked against the records); an entity
 /// the schema lacks, when the store holds none of its records. Anything else, including
 /// such an entity with records (they would be lost), needs a migration and is refused.
-struct SchemaConversion: Sendable {
+package struct SchemaConversion: Sendable {
     /// Where one value of a converted record comes from.
-    enum Source: Sendable {
+    package enum Source: Sendable {
         /// The stored record's value at this position.
         case stored(Int)
         /// This value, for a property the store does not have.
@@ -23,19 +23,19 @@ struct SchemaConversion: Sendable {
 
     /// For each entity the store has, where each of its values (in the container's
     /// schema's order) comes from.
-    var entities: [String: [Source]] = [:]
+    package var entities: [String: [Source]] = [:]
     /// Entities the store has and the schema lacks. A store may drop one only when it holds
     /// none of its records (a custom stage's `willMigrate` may have deleted them):
     /// ``refusal(dropping:records:)`` says why otherwise.
-    var droppedEntities: Set<String> = []
+    package var droppedEntities: Set<String> = []
 
     /// Why a store that holds `records` of the dropped entity `name` cannot convert.
-    static func refusal(dropping name: String, records: Int) -> String {
+    package static func refusal(dropping name: String, records: Int) -> String {
         "the store has \(records) \(name) records, which the schema lacks; they would be lost"
     }
 
     /// What a conversion may do beyond the changes it infers within one schema version.
-    struct Options: Sendable, Equatable {
+    package struct Options: Sendable, Equatable {
         /// Convert across a change of schema version: a migration plan's stage allows it
         /// (``MigrationStage``); without one, a new version is refused.
         var acrossVersions = false
@@ -44,7 +44,7 @@ struct SchemaConversion: Sendable {
         /// values through ``ModelContext/valuesBeforeMigration(of:as:)``.
         var replacesChangedProperties = false
 
-        init(acrossVersions: Bool = false, replacesChangedProperties: Bool = false) {
+        package init(acrossVersions: Bool = false, replacesChangedProperties: Bool = false) {
             self.acrossVersions = acrossVersions
             self.replacesChangedProperties = replacesChangedProperties
         }
@@ -52,7 +52,9 @@ struct SchemaConversion: Sendable {
 
     /// The conversion from `stored` to `live` (the container's `schema`, described), or
     /// why there is none.
-    static func make(from stored: StoredSchema, to live: StoredSchema, schema: Schema, options: Options = Options())
+    package static func make(
+        from stored: StoredSchema, to live: StoredSchema, schema: Schema, options: Options = Options()
+    )
         throws(Refusal) -> SchemaConversion
     {
         guard stored.version == live.version || options.acrossVersions else {
@@ -140,8 +142,8 @@ struct SchemaConversion: Sendable {
     }
 
     /// Why the schemas need a migration.
-    struct Refusal: Error {
-        let reason: String
+    package struct Refusal: Error {
+        package let reason: String
         init(_ reason: String) { self.reason = reason }
     }
 
