@@ -1,6 +1,80 @@
 import Foundation
 import Stowage
 
+/// A migration plan's stages from the database's version to the container's, when each is
+/// lightweight (`Formats/postgres.md`, "A changed schema"): one conversion per stage, in
+/// order, in the opening transaction.
+struct PostgresPlannedConversion {
+    let plan: any SchemaMigrationPlan.Type
+
+    /// Converts the tables from `recorded` (a version of the plan) to `live` (its last).
+    /// - Throws: `.schemaMismatch` when `recorded` is not a version of the plan before the
+    ///   last one, or the plan is not consecutive; `.unsupportedFeature` for a custom stage
+    ///   on the way; `.migrationFailed` when a stage cannot convert (the tables are then
+    ///   unchanged: the transaction is rolled back).
+    func convert(_ connection: PostgresConnection, from recorded: StoredSchema, to live: StoredSchema) throws {
+        let versions = plan.schemas
+        let described = versions.map { StoredSchema(Schema(versionedSchema: $0)) }
+        guard let last = described.last, last.version == live.version, last.hasSameShape(as: live) else {
+            throw DataStoreError(
+                .schemaMismatch,
+                "the PostgreSQL database's tables are at version \(recorded.versionText), and the container's schema "
+                    + "(version \(live.versionText)) is not the migration plan's last version")
+        }
+        guard
+            let start = described.lastIndex(where: { $0.version == recorded.version && $0.hasSameShape(as: recorded) })
+                ?? described.lastIndex(where: { $0.version == recorded.version }),
+            start < described.count - 1
+        else {
+            throw DataStoreError(
+                .schemaMismatch,
+                "the PostgreSQL database's tables are at version \(recorded.versionText), which is not a version "
+                    + "before \(live.versionText) in the migration plan (\(described.map(\.versionText).joined(separator: ", ")))"
+            )
+        }
+        var stages: [Int: MigrationStage] = [:]
+        let position = Dictionary(
+            versions.enumerated().map { (ObjectIdentifier($0.element), $0.offset) }, uniquingKeysWith: { a, _ in a })
+        for stage in plan.stages {
+            let from: any VersionedSchema.Type
+            let to: any VersionedSchema.Type
+            switch stage {
+            case .lightweight(let a, let b): (from, to) = (a, b)
+            case .custom(let a, let b, _, _): (from, to) = (a, b)
+            }
+            guard let a = position[ObjectIdentifier(from)], position[ObjectIdentifier(to)] == a + 1, stages[a] == nil
+            else {
+                throw DataStoreError(
+                    .schemaMismatch,
+                    "the migration plan's stage from \(from.versionIdentifier) to \(to.versionIdentifier) is not one "
+                        + "of consecutive versions of its schemas, or not the only one from its version")
+            }
+            stages[a] = stage
+        }
+        for step in start..<(versions.count - 1) {
+            let next = Schema(versionedSchema: versions[step + 1])
+            let name = "the stage from \(versions[step].versionIdentifier) to \(versions[step + 1].versionIdentifier)"
+            if case .custom? = stages[step] {
+                throw DataStoreError(
+                    .unsupportedFeature,
+                    "\(name) is a custom MigrationStage, which PostgresStore does not run yet; the tables are unchanged, "
+                        + "at version \(recorded.versionText)")
+            }
+            let tables = try PostgresTables(next)
+            do {
+                try PostgresLightweight(connection: connection, tables: tables, schema: next)
+                    .convert(
+                        from: step == start ? recorded : described[step], to: described[step + 1], acrossVersions: true)
+            } catch let error as DataStoreError where error.code == .schemaMismatch {
+                throw DataStoreError(
+                    .migrationFailed,
+                    "\(name) cannot convert the PostgreSQL database's tables: \(error.message); they are unchanged, at "
+                        + "version \(recorded.versionText)", underlying: error)
+            }
+        }
+    }
+}
+
 /// What SwiftData's lightweight migration does by itself, on a database's tables
 /// (`Formats/postgres.md`, "A changed schema"): the changes Stowage's other stores convert
 /// within one schema version (`SchemaConversion`), made with `CREATE`, `ALTER` and `DROP`
@@ -15,10 +89,12 @@ struct PostgresLightweight {
     /// container's), or throws `.schemaMismatch` saying why it needs a migration: another
     /// type, a new non-optional property without a default, a new uniqueness constraint the
     /// rows break, an entity the schema lacks whose table holds rows, another version.
-    func convert(from recorded: StoredSchema, to live: StoredSchema) throws {
+    func convert(from recorded: StoredSchema, to live: StoredSchema, acrossVersions: Bool = false) throws {
         let conversion: SchemaConversion
         do {
-            conversion = try SchemaConversion.make(from: recorded, to: live, schema: schema)
+            conversion = try SchemaConversion.make(
+                from: recorded, to: live, schema: schema,
+                options: SchemaConversion.Options(acrossVersions: acrossVersions))
         } catch {
             throw DataStoreError(.schemaMismatch, "the PostgreSQL database holds another schema: \(error.reason)")
         }

@@ -32,8 +32,8 @@ import Synchronization
 /// Where it differs from the other stores: dates are kept to the microsecond (PostgreSQL's
 /// `timestamptz`); text is compared as bytes; a changed schema is converted within one
 /// version (as lightweight migration does, with `ALTER TABLE` in the opening transaction),
-/// but model inheritance and migration plans across versions are not supported yet (opening
-/// throws `.unsupportedFeature` and `.schemaMismatch`); history
+/// and a migration plan's lightweight stages run the same way, but model inheritance and
+/// custom migration stages are not supported yet (opening throws `.unsupportedFeature`); history
 /// is kept only when asked for. Stowage's own: SwiftData has no PostgreSQL store.
 public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     // @unchecked Sendable: the only mutable state is the pool, behind its Mutex; each
@@ -70,11 +70,13 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// Connects to the database and makes the tables if there are none (under an advisory
     /// lock, so that processes opening an empty database at once make them once), or
     /// checks that the tables there are this schema's, converting them within one schema
-    /// version as lightweight migration does (`Formats/postgres.md`, "A changed schema").
+    /// version as lightweight migration does, or through `migrationPlan`'s lightweight stages
+    /// (`Formats/postgres.md`, "A changed schema").
     /// - Throws: `DataStoreError` `.ioFailure` when the server cannot be reached,
     ///   `.schemaMismatch` when the database holds another schema that needs a migration, `.wrongFormat` for tables
     ///   Stowage did not make or of a later layout, `.unsupportedFeature` for a schema with
-    ///   model inheritance.
+    ///   model inheritance or a custom migration stage to run, `.migrationFailed` for a
+    ///   plan's stage that cannot convert the tables.
     public init(_ configuration: PostgresStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
         try configuration.validate()
         self.configuration = configuration
@@ -122,14 +124,10 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                     throw DataStoreError(
                         .wrongFormat, "the database's stowage_metadata holds a schema Stowage cannot read")
                 }
-                if let difference = recorded.difference(from: live) {
-                    guard migrationPlan == nil || recorded.version == live.version else {
-                        throw DataStoreError(
-                            .schemaMismatch,
-                            "the PostgreSQL database holds another schema: \(difference) "
-                                + "(PostgresStore does not run migration plans yet)")
-                    }
-                    try convert(connection, from: recorded, text: text, to: live, tables: tables, schema: schema)
+                if recorded.difference(from: live) != nil {
+                    try convert(
+                        connection, from: recorded, text: text, to: live, tables: tables, schema: schema,
+                        plan: recorded.version == live.version ? nil : migrationPlan)
                 }
                 identifier = existing
             } else {
@@ -169,7 +167,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// schema"), and records the change; refuses a schema the tables were converted from.
     private static func convert(
         _ connection: PostgresConnection, from recorded: PostgresSchemaRecord, text: String,
-        to live: PostgresSchemaRecord, tables: PostgresTables, schema: Schema
+        to live: PostgresSchemaRecord, tables: PostgresTables, schema: Schema, plan: (any SchemaMigrationPlan.Type)?
     ) throws {
         let rows = try connection.execute("SELECT \"value\" FROM stowage_metadata WHERE \"key\" = 'replaced'")
         var replaced: [String] = []
@@ -180,15 +178,21 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             }
             replaced = decoded
         }
-        if replaced.contains(PostgresSchemaRecord.hash(live.json)) {
+        // Within one version (no plan's version order to go by), a schema the tables were
+        // converted from is an older build's.
+        if plan == nil, replaced.contains(PostgresSchemaRecord.hash(live.json)) {
             throw DataStoreError(
                 .schemaMismatch,
                 "the PostgreSQL database's tables were converted from this schema to another one (by a later build "
                     + "of the app?); converting them back would drop that build's columns. To go back on purpose, "
                     + "delete the 'replaced' row of stowage_metadata")
         }
-        try PostgresLightweight(connection: connection, tables: tables, schema: schema)
-            .convert(from: recorded.stored, to: live.stored)
+        if let plan {
+            try PostgresPlannedConversion(plan: plan).convert(connection, from: recorded.stored, to: live.stored)
+        } else {
+            try PostgresLightweight(connection: connection, tables: tables, schema: schema)
+                .convert(from: recorded.stored, to: live.stored)
+        }
         let hash = PostgresSchemaRecord.hash(text)
         if !replaced.contains(hash) { replaced.append(hash) }
         let list = String(decoding: (try? JSONEncoder().encode(replaced)) ?? Data("[]".utf8), as: UTF8.self)

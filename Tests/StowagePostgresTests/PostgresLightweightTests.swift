@@ -210,3 +210,78 @@ struct PostgresLightweightTests {
         #expect(try unique2.fetchCount(FetchDescriptor<ShelfUniqueRank.Shelf>()) == 3)
     }
 }
+
+extension ShelfV1: VersionedSchema {
+    static let versionIdentifier = Schema.Version(1, 0, 0)
+    static var models: [any PersistentModel.Type] { [Shelf.self, Crate.self] }
+}
+
+extension ShelfV2: VersionedSchema {
+    static let versionIdentifier = Schema.Version(2, 0, 0)
+    static var models: [any PersistentModel.Type] { [Shelf.self, Label.self] }
+}
+
+/// V1 to V2 with no stages: each step lightweight.
+enum ShelfPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ShelfV1.self, ShelfV2.self] }
+    static var stages: [MigrationStage] { [] }
+}
+
+/// V1 to V2 with code around the step.
+enum ShelfCustomPlan: SchemaMigrationPlan {
+    static var schemas: [any VersionedSchema.Type] { [ShelfV1.self, ShelfV2.self] }
+    static var stages: [MigrationStage] {
+        [.custom(fromVersion: ShelfV1.self, toVersion: ShelfV2.self, willMigrate: nil, didMigrate: { _ in })]
+    }
+}
+
+/// A migration plan across versions: its lightweight stages run as DDL in the opening
+/// transaction; a custom stage, a missing plan and an older version are refused and change
+/// nothing.
+@Suite("PostgresStore migration plans")
+struct PostgresMigrationPlanTests {
+    static func container(_ url: String, _ version: any VersionedSchema.Type, plan: (any SchemaMigrationPlan.Type)?)
+        throws -> ModelContainer
+    {
+        let schema = Schema(versionedSchema: version)
+        return try ModelContainer(
+            for: schema, migrationPlan: plan,
+            configurations: [PostgresStoreConfiguration(name: "postgres", schema: schema, url: url)])
+    }
+
+    @Test func lightweightStagesConvertAndTheRestIsRefused() throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let url = try cluster.freshDatabase()
+        let v1 = ModelContext(try Self.container(url, ShelfV1.self, plan: ShelfPlan.self))
+        v1.insert(ShelfV1.Shelf(code: "a", title: "Atlas", rank: 1))
+        try v1.save()
+
+        let noPlan = #expect(throws: DataStoreError.self) { try Self.container(url, ShelfV2.self, plan: nil) }
+        #expect(noPlan?.code == .schemaMismatch)
+        #expect(noPlan?.message.contains("SchemaMigrationPlan") == true, "\(String(describing: noPlan))")
+        let custom = #expect(throws: DataStoreError.self) {
+            try Self.container(url, ShelfV2.self, plan: ShelfCustomPlan.self)
+        }
+        #expect(custom?.code == .unsupportedFeature)
+        #expect(custom?.message.contains("custom MigrationStage") == true, "\(String(describing: custom))")
+        // Still V1.
+        #expect(
+            try ModelContext(try Self.container(url, ShelfV1.self, plan: ShelfPlan.self))
+                .fetchCount(FetchDescriptor<ShelfV1.Shelf>()) == 1)
+
+        let v2 = ModelContext(try Self.container(url, ShelfV2.self, plan: ShelfPlan.self))
+        let shelves = try v2.fetch(FetchDescriptor<ShelfV2.Shelf>())
+        #expect(shelves.map(\.heading) == ["Atlas"])
+        #expect(shelves.map(\.stars) == [2])
+        v2.insert(ShelfV2.Label(name: "New"))
+        try v2.save()
+        // Again: nothing to do.
+        #expect(
+            try ModelContext(try Self.container(url, ShelfV2.self, plan: ShelfPlan.self))
+                .fetchCount(FetchDescriptor<ShelfV2.Label>()) == 1)
+        // The older version, with the plan: refused.
+        let older = #expect(throws: DataStoreError.self) { try Self.container(url, ShelfV1.self, plan: ShelfPlan.self) }
+        #expect(older?.code == .schemaMismatch)
+        #expect(older?.message.contains("version 2.0.0") == true, "\(String(describing: older))")
+    }
+}
