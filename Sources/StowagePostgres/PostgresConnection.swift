@@ -271,9 +271,30 @@ package struct PostgresError: Error, CustomStringConvertible {
 private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafeMutablePointer<CChar>?]) throws -> R) rethrows
     -> R
 {
-    let pointers = strings.map { $0.flatMap { strdup($0) } }
-    defer {
-        for pointer in pointers { free(pointer) }
+    // One allocation for every string, each followed by its NUL (a `strdup` apiece was a
+    // tenth of a single-row save's own time in a profile).
+    var total = 0
+    for string in strings { total += (string?.utf8.count ?? 0) + 1 }
+    let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: total)
+    defer { buffer.deallocate() }
+    var pointers: [UnsafeMutablePointer<CChar>?] = []
+    pointers.reserveCapacity(strings.count)
+    var offset = 0
+    for string in strings {
+        guard var string else {
+            pointers.append(nil)
+            continue
+        }
+        let start = buffer + offset
+        let count = string.withUTF8 { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { chars in
+                if let base = chars.baseAddress { start.update(from: base, count: chars.count) }
+                return chars.count
+            }
+        }
+        start[count] = 0
+        pointers.append(start)
+        offset += count + 1
     }
     return try body(pointers)
 }

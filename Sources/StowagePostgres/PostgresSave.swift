@@ -98,7 +98,9 @@ struct PostgresSave {
             var seen: [[String?]: PersistentIdentifier] = [:]
             for (position, index) in indices.enumerated() {
                 let snapshot = request.inserted[index]
-                let tuples = try uniqueTuples(table, snapshot)
+                // Another insert of the save with the same unique values is looked for
+                // only when there is another insert of the entity.
+                let tuples = indices.count > 1 ? try uniqueTuples(table, snapshot) : []
                 let target = stored[position] ?? tuples.lazy.compactMap { seen[$0] }.first
                 if let target {
                     if request.uniquenessPolicy == .fail {
@@ -483,7 +485,8 @@ struct PostgresSave {
         for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
             let table = try store.table(name)
             let arrays = try columnArrays(table, rows)
-            let parameters = arrays.map { PostgresValues.arrayLiteral($0) }
+            let one = rows.count == 1
+            let parameters = one ? arrays.map { $0[0] } : arrays.map { PostgresValues.arrayLiteral($0) }
             if upsertingInSQL.contains(name), let upsert = table.upsertRows {
                 returning.append(
                     Returning(
@@ -491,9 +494,9 @@ struct PostgresSave {
                         values: zip(rows, arrays[upsert.column + 1]).compactMap { row, text in
                             text.map { (row.persistentIdentifier, $0) }
                         }))
-                writes.append((upsert.sql, parameters))
+                writes.append((one ? table.upsertOne ?? upsert.sql : upsert.sql, parameters))
             } else {
-                writes.append((table.insertRows, parameters))
+                writes.append((one ? table.insertOne : table.insertRows, parameters))
             }
         }
         return returning
@@ -506,7 +509,11 @@ struct PostgresSave {
         for (name, rows) in byEntity.sorted(by: { $0.key < $1.key }) {
             let table = try store.table(name)
             guard !table.columns.isEmpty else { continue }
-            writes.append((table.updateRows, try columnArrays(table, rows).map { PostgresValues.arrayLiteral($0) }))
+            let arrays = try columnArrays(table, rows)
+            writes.append(
+                rows.count == 1
+                    ? (table.updateOne, arrays.map { $0[0] })
+                    : (table.updateRows, arrays.map { PostgresValues.arrayLiteral($0) }))
         }
     }
 

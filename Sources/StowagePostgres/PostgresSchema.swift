@@ -154,10 +154,17 @@ struct PostgresEntityTable: Sendable {
     /// column (`pk` first), which `unnest` spreads into rows.
     let insertRows: String
     let updateRows: String
+    /// The same for one row, its values as plain parameters (`pk` first): a save of one
+    /// model spends neither the client's time making array literals nor the server's
+    /// spreading them.
+    let insertOne: String
+    let updateOne: String
     /// The insert that meets a stored row on the entity's one single-column uniqueness
     /// constraint in the statement (`ON CONFLICT … DO UPDATE`, returning each row's key and
     /// that column as text), and the column's position in ``columns``.
     let upsertRows: (sql: String, column: Int)?
+    /// ``upsertRows`` for one row, as ``insertOne``.
+    let upsertOne: String?
 
     init(_ entity: Schema.Entity) {
         name = entity.name
@@ -195,18 +202,28 @@ struct PostgresEntityTable: Sendable {
             "UPDATE \(quote(name)) AS t SET "
             + zip(columns, values).map { "\(quote($0.name)) = \($1)" }.joined(separator: ", ")
             + " FROM \(source) WHERE t.\"pk\" = u.c0"
+        let placeholders = kinds.enumerated().map { PostgresValues.placeholder($0 + 1, $1) }
+        insertOne =
+            "INSERT INTO \(quote(name)) (\((["\"pk\""] + columns.map { quote($0.name) }).joined(separator: ", "))) "
+            + "VALUES (\(placeholders.joined(separator: ", ")))"
+        updateOne =
+            "UPDATE \(quote(name)) SET "
+            + zip(columns, placeholders.dropFirst()).map { "\(quote($0.name)) = \($1)" }.joined(separator: ", ")
+            + " WHERE \"pk\" = $1::bigint"
         let constraints = entity.uniquenessConstraints
         if constraints.count == 1, constraints[0].count == 1,
             let position = columns.firstIndex(where: { $0.name == constraints[0][0] })
         {
             let unique = quote(columns[position].name)
             let assignments = columns.map { "\(quote($0.name)) = EXCLUDED.\(quote($0.name))" }
-            upsertRows = (
-                insert + " ON CONFLICT (\(unique)) DO UPDATE SET \(assignments.joined(separator: ", ")) "
-                    + "RETURNING \"pk\", \(unique)::text", position
-            )
+            let conflict =
+                " ON CONFLICT (\(unique)) DO UPDATE SET \(assignments.joined(separator: ", ")) "
+                + "RETURNING \"pk\", \(unique)::text"
+            upsertRows = (insert + conflict, position)
+            upsertOne = insertOne + conflict
         } else {
             upsertRows = nil
+            upsertOne = nil
         }
     }
 

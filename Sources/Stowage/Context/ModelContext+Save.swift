@@ -248,8 +248,9 @@ extension ModelContext {
         insertedOrder = []
         insertedPositions = nil
         // Pending inserts were not in the registry: it takes them now, under their
-        // permanent identifiers, sized for them all at once.
-        if registered.isEmpty, !insertedModels.isEmpty {
+        // permanent identifiers, sized for them all at once when they are many (for a few,
+        // making a new table cost a single-row save more than adding them to the old one).
+        if registered.isEmpty, insertedModels.count > 64 {
             registered = ModelRegistry(minimumCapacity: insertedModels.count)
         }
         for (model, new) in zip(insertedModels, newIdentifiers) {
