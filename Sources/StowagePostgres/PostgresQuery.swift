@@ -67,9 +67,15 @@ struct PostgresQueryPlan {
             // `nil` sorts first ascending and last descending, as in Swift; a column that
             // cannot hold `nil` says no more, so that its index (`ASC`, or `ASC NULLS FIRST`
             // for an optional one, as ``PostgresEntityTable`` makes it) gives the order.
+            // The key names the table's column, not the select list's: a bare name in
+            // `ORDER BY` means an output column of that name first, and the select list
+            // reads `numeric` columns as text under their own names (see
+            // ``PostgresEntityTable/selectExpression(_:)``), which would order `UInt64`s and
+            // `Decimal`s as text ("10" before "9").
+            let name = "\(quote(table.name)).\(quote(column.name))"
             let direction = key.ascending ? "ASC" : "DESC"
-            guard column.isOptional else { return "\(quote(column.name)) \(direction)" }
-            return "\(quote(column.name)) \(direction) NULLS \(key.ascending ? "FIRST" : "LAST")"
+            guard column.isOptional else { return "\(name) \(direction)" }
+            return "\(name) \(direction) NULLS \(key.ascending ? "FIRST" : "LAST")"
         }
         orderBy =
             keys.contains(where: { $0 == nil }) ? nil : (keys.compactMap { $0 } + ["\"pk\""]).joined(separator: ", ")
