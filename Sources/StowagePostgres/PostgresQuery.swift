@@ -176,7 +176,7 @@ struct PostgresPredicateTranslator {
         case .inRange(let value, let lower, let upper, let closed):
             guard let column = column(value), column.kind.isComparable,
                 case .constant(let lo) = lower, case .constant(let hi) = upper, !lo.isNull, !hi.isNull,
-                let a = parameter(lo, column), let b = parameter(hi, column)
+                !lo.isNaN, !hi.isNaN, let a = parameter(lo, column), let b = parameter(hi, column)
             else { return nil }
             let name = quote(column.name)
             let text =
@@ -232,7 +232,10 @@ struct PostgresPredicateTranslator {
             switch op {
             case .equal: return "(\(quote(a.name)) IS NOT DISTINCT FROM \(quote(b.name)))"
             case .notEqual: return "(\(quote(a.name)) IS DISTINCT FROM \(quote(b.name)))"
-            default: return "\(quote(a.name)) \(Self.sql(op)) \(quote(b.name))"
+            default:
+                let test = "\(quote(a.name)) \(Self.sql(op)) \(quote(b.name))"
+                guard a.kind.isFloatingPoint else { return test }
+                return "(\(test) AND \(Self.notNaN(a)) AND \(Self.notNaN(b)))"
             }
         }
         let (columnSide, constantSide, flipped): (QueryExpression, QueryExpression, Bool)
@@ -257,13 +260,28 @@ struct PostgresPredicateTranslator {
         guard column.kind.isComparable || op == .equal || op == .notEqual, let text = parameter(value, column) else {
             return nil
         }
-        let bound = s.bind(text, column.kind)
         let operation = flipped ? op.flipped : op
+        // PostgreSQL orders NaN above every number (and equal to itself); in Swift NaN is
+        // neither less nor greater than anything. An order with NaN is false, and a NaN
+        // in the column must not pass `>` or `>=`. (`==` and `!=` stay as they are: NaN
+        // equals NaN in SQL as in ``SnapshotValue/matches(_:)``, which the other stores use.)
+        if column.kind.isFloatingPoint, operation != .equal, operation != .notEqual {
+            if case .double(let d) = value, d.isNaN { return "FALSE" }
+            let test = "\(name) \(Self.sql(operation)) \(s.bind(text, column.kind))"
+            return operation == .greater || operation == .greaterOrEqual ? "(\(test) AND \(Self.notNaN(column)))" : test
+        }
+        let bound = s.bind(text, column.kind)
         switch operation {
         case .equal: return "\(name) = \(bound)"
         case .notEqual: return "(\(name) IS DISTINCT FROM \(bound))"
         default: return "\(name) \(Self.sql(operation)) \(bound)"
         }
+    }
+
+    /// That a floating-point column is not NaN, said as a bound on it (NaN is the greatest
+    /// value in PostgreSQL), so that an index range scan can still answer the comparison.
+    private static func notNaN(_ column: PostgresEntityTable.Column) -> String {
+        "\(quote(column.name)) < 'NaN'::\(column.kind.sqlType)"
     }
 
     /// The column a value expression reads: a stored attribute or to-one relationship of
@@ -302,4 +320,12 @@ struct PostgresPredicateTranslator {
         }
     }
 
+}
+
+extension SnapshotValue {
+    /// Whether the value is a floating-point NaN.
+    fileprivate var isNaN: Bool {
+        if case .double(let d) = self { return d.isNaN }
+        return false
+    }
 }

@@ -3,6 +3,24 @@ import Stowage
 import StowageTestSupport
 import Testing
 
+/// Two readings of a gauge, each of which may be NaN; `#Index` on `low`, so that
+/// PostgreSQL may answer a comparison from the index.
+@Model
+final class Reading {
+    var seq: Int
+    var low: Double
+    var high: Double
+    var level: Float
+    #Index<Reading>([\.low])
+
+    init(seq: Int, low: Double, high: Double, level: Float) {
+        self.seq = seq
+        self.low = low
+        self.high = high
+        self.level = level
+    }
+}
+
 /// Where SQL's meaning of a query differs from Swift's and `PostgresStore` must say it
 /// otherwise; each test here failed before its fix (found with a probe beside
 /// `PostgresRandomQueryTests`, whose `Chore`s have no such values).
@@ -33,6 +51,48 @@ import Testing
             #expect(try context.fetch(byUnsigned).map(\.uint64) == unsignedWindow)
             let byDecimal = FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.decimal, order: order)])
             #expect(try context.fetch(byDecimal).map(\.decimal) == decimals.sorted { increasing ? $0 < $1 : $0 > $1 })
+        }
+    }
+
+    /// NaN is neither less nor greater than anything in Swift, but PostgreSQL orders it
+    /// above every number: `x > 1` took the NaN rows, `x < .nan` every other row, and
+    /// `!(x > 1)` lost the NaN rows. Each answer and count equals Foundation's evaluation.
+    @Test func nanPassesNoOrderedComparison() throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let container = try PostgresStoreTests.container(try cluster.freshDatabase(), [Reading.self])
+        let values: [Double] = [.nan, -1, 0, 1.5, .infinity, -.infinity, 2, .nan]
+        var detached: [Reading] = []
+        let context = ModelContext(container)
+        for (i, low) in values.enumerated() {
+            let high = values[(i + 3) % values.count]
+            context.insert(Reading(seq: i, low: low, high: high, level: Float(low)))
+            detached.append(Reading(seq: i, low: low, high: high, level: Float(low)))
+        }
+        try context.save()
+        let nan = Double.nan
+        let floatNaN = Float.nan
+        let predicates: [(String, Predicate<Reading>)] = [
+            ("low > 0", #Predicate { $0.low > 0 }),
+            ("low >= -1", #Predicate { $0.low >= -1 }),
+            ("low < 1", #Predicate { $0.low < 1 }),
+            ("0 < low", #Predicate { 0 < $0.low }),
+            ("low < nan", #Predicate { $0.low < nan }),
+            ("low >= nan", #Predicate { $0.low >= nan }),
+            ("!(low > 0)", #Predicate { !($0.low > 0) }),
+            ("!(low <= nan)", #Predicate { !($0.low <= nan) }),
+            ("low < high", #Predicate { $0.low < $0.high }),
+            ("!(low >= high)", #Predicate { !($0.low >= $0.high) }),
+            ("level > 0", #Predicate { $0.level > 0 }),
+            ("level <= floatNaN", #Predicate { $0.level <= floatNaN }),
+            ("(0...2).contains(low)", #Predicate { (0.0...2.0).contains($0.low) }),
+        ]
+        let reader = ModelContext(container)
+        for (name, predicate) in predicates {
+            let expected = try detached.filter { try predicate.evaluate($0) }.map(\.seq)
+            let descriptor = FetchDescriptor(predicate: predicate, sortBy: [SortDescriptor(\.seq)])
+            let plan = (try? reader.explain(descriptor)) ?? "?"
+            #expect(try reader.fetch(descriptor).map(\.seq) == expected, "\(name); plan \(plan)")
+            #expect(try reader.fetchCount(descriptor) == expected.count, "\(name); plan \(plan)")
         }
     }
 }
