@@ -54,6 +54,25 @@ final class Reading {
         }
     }
 
+    /// A `Decimal.nan` reads back: it is written as PostgreSQL's `NaN`, which
+    /// `Decimal(string:)` does not parse, so the row could not be read at all
+    /// (`.corruptStore`).
+    @Test func aDecimalNaNReadsBack() throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let container = try PostgresStoreTests.factory(cluster).container()
+        let context = ModelContext(container)
+        for (i, value) in [Decimal.nan, 1, Decimal(string: "-0.25") ?? 0].enumerated() {
+            let sample = Sample()
+            sample.int = i
+            sample.decimal = value
+            context.insert(sample)
+        }
+        try context.save()
+        let read = try ModelContext(container).fetch(FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.int)]))
+        #expect(read.map(\.decimal.isNaN) == [true, false, false])
+        #expect(read.dropFirst().map(\.decimal) == [1, Decimal(string: "-0.25") ?? 0])
+    }
+
     /// NaN is neither less nor greater than anything in Swift, but PostgreSQL orders it
     /// above every number: `x > 1` took the NaN rows, `x < .nan` every other row, and
     /// `!(x > 1)` lost the NaN rows. Each answer and count equals Foundation's evaluation.
