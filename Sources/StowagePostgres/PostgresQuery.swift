@@ -74,8 +74,13 @@ struct PostgresQueryPlan {
             // `Decimal`s as text ("10" before "9").
             let name = "\(quote(table.name)).\(quote(column.name))"
             let direction = key.ascending ? "ASC" : "DESC"
-            guard column.isOptional else { return "\(name) \(direction)" }
-            return "\(name) \(direction) NULLS \(key.ascending ? "FIRST" : "LAST")"
+            // `Decimal` orders NaN below every number, PostgreSQL's `numeric` above: NaN
+            // goes first ascending (after `nil`) and last descending (before `nil`).
+            let nanFirst =
+                column.kind != .numeric
+                ? "" : "(\(name) = 'NaN'::numeric) \(key.ascending ? "DESC NULLS FIRST" : "ASC NULLS LAST"), "
+            guard column.isOptional else { return "\(nanFirst)\(name) \(direction)" }
+            return "\(nanFirst)\(name) \(direction) NULLS \(key.ascending ? "FIRST" : "LAST")"
         }
         orderBy =
             keys.contains(where: { $0 == nil }) ? nil : (keys.compactMap { $0 } + ["\"pk\""]).joined(separator: ", ")
@@ -233,6 +238,8 @@ struct PostgresPredicateTranslator {
             case .equal: return "(\(quote(a.name)) IS NOT DISTINCT FROM \(quote(b.name)))"
             case .notEqual: return "(\(quote(a.name)) IS DISTINCT FROM \(quote(b.name)))"
             default:
+                // (Two `Decimal`s, either of which may be NaN, are left to memory.)
+                guard a.kind != .numeric else { return nil }
                 let test = "\(quote(a.name)) \(Self.sql(op)) \(quote(b.name))"
                 guard a.kind.isFloatingPoint else { return test }
                 return "(\(test) AND \(Self.notNaN(a)) AND \(Self.notNaN(b)))"
@@ -269,6 +276,25 @@ struct PostgresPredicateTranslator {
             if case .double(let d) = value, d.isNaN { return "FALSE" }
             let test = "\(name) \(Self.sql(operation)) \(s.bind(text, column.kind))"
             return operation == .greater || operation == .greaterOrEqual ? "(\(test) AND \(Self.notNaN(column)))" : test
+        }
+        // `Decimal` orders NaN below every number (and equal to itself), PostgreSQL's
+        // `numeric` above every number: a NaN in the column passes `<` and `<=` and not
+        // `>` or `>=`, and every number is greater than NaN.
+        if column.kind == .numeric, operation != .equal, operation != .notEqual {
+            let isNaN = "\(name) = 'NaN'::numeric"
+            if value.isNaN {
+                switch operation {
+                case .less: return "FALSE"
+                case .lessOrEqual: return "(\(isNaN))"
+                case .greater: return Self.notNaN(column)
+                default: return "(\(name) IS NOT NULL)"
+                }
+            }
+            let test = "\(name) \(Self.sql(operation)) \(s.bind(text, column.kind))"
+            switch operation {
+            case .less, .lessOrEqual: return "(\(test) OR \(isNaN))"
+            default: return "(\(test) AND \(Self.notNaN(column)))"
+            }
         }
         let bound = s.bind(text, column.kind)
         switch operation {
@@ -323,9 +349,12 @@ struct PostgresPredicateTranslator {
 }
 
 extension SnapshotValue {
-    /// Whether the value is a floating-point NaN.
+    /// Whether the value is a floating-point or decimal NaN.
     fileprivate var isNaN: Bool {
-        if case .double(let d) = self { return d.isNaN }
-        return false
+        switch self {
+        case .double(let d): d.isNaN
+        case .decimal(let d): d.isNaN
+        default: false
+        }
     }
 }

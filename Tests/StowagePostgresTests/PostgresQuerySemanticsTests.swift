@@ -114,4 +114,54 @@ final class Reading {
             #expect(try reader.fetchCount(descriptor) == expected.count, "\(name); plan \(plan)")
         }
     }
+
+    /// `Decimal` orders NaN below every number (and equal to itself), PostgreSQL's
+    /// `numeric` above every number: `d > 1` took the NaN row and `d < 1` lost it, and a
+    /// sort put it last. Answers and counts equal Foundation's evaluation, sorts Swift's.
+    @Test func aDecimalNaNOrdersAsInSwift() throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let container = try PostgresStoreTests.factory(cluster).container()
+        let values: [Decimal] = [5, .nan, -2, Decimal(string: "0.5") ?? 0, 10, 9]
+        let context = ModelContext(container)
+        var detached: [Sample] = []
+        for (i, value) in values.enumerated() {
+            for sample in [Sample(), Sample()] {
+                sample.int = i
+                sample.decimal = value
+                if detached.count == i { detached.append(sample) } else { context.insert(sample) }
+            }
+        }
+        try context.save()
+        let one = Decimal(1)
+        let nan = Decimal.nan
+        let predicates: [(String, Predicate<Sample>)] = [
+            ("d > 1", #Predicate { $0.decimal > one }),
+            ("d >= 1", #Predicate { $0.decimal >= one }),
+            ("d < 1", #Predicate { $0.decimal < one }),
+            ("d <= 1", #Predicate { $0.decimal <= one }),
+            ("1 < d", #Predicate { one < $0.decimal }),
+            ("!(d < 1)", #Predicate { !($0.decimal < one) }),
+            ("d < nan", #Predicate { $0.decimal < nan }),
+            ("d <= nan", #Predicate { $0.decimal <= nan }),
+            ("d > nan", #Predicate { $0.decimal > nan }),
+            ("d >= nan", #Predicate { $0.decimal >= nan }),
+            ("!(d > nan)", #Predicate { !($0.decimal > nan) }),
+        ]
+        let reader = ModelContext(container)
+        for (name, predicate) in predicates {
+            let expected = try detached.filter { try predicate.evaluate($0) }.map(\.int)
+            let descriptor = FetchDescriptor(predicate: predicate, sortBy: [SortDescriptor(\.int)])
+            let plan = (try? reader.explain(descriptor)) ?? "?"
+            #expect(try reader.fetch(descriptor).map(\.int) == expected, "\(name); plan \(plan)")
+            #expect(try reader.fetchCount(descriptor) == expected.count, "\(name); plan \(plan)")
+        }
+        for order in [SortOrder.forward, .reverse] {
+            let expected = detached.sorted { order == .forward ? $0.decimal < $1.decimal : $1.decimal < $0.decimal }
+            var descriptor = FetchDescriptor<Sample>(sortBy: [SortDescriptor(\.decimal, order: order)])
+            #expect(try reader.fetch(descriptor).map(\.int) == expected.map(\.int), "\(order)")
+            descriptor.fetchOffset = 1
+            descriptor.fetchLimit = 4
+            #expect(try reader.fetch(descriptor).map(\.int) == expected[1..<5].map(\.int), "\(order), window")
+        }
+    }
 }
