@@ -67,9 +67,20 @@ struct PostgresQueryPlan {
             // `nil` sorts first ascending and last descending, as in Swift; a column that
             // cannot hold `nil` says no more, so that its index (`ASC`, or `ASC NULLS FIRST`
             // for an optional one, as ``PostgresEntityTable`` makes it) gives the order.
+            // The key names the table's column, not the select list's: a bare name in
+            // `ORDER BY` means an output column of that name first, and the select list
+            // reads `numeric` columns as text under their own names (see
+            // ``PostgresEntityTable/selectExpression(_:)``), which would order `UInt64`s and
+            // `Decimal`s as text ("10" before "9").
+            let name = "\(quote(table.name)).\(quote(column.name))"
             let direction = key.ascending ? "ASC" : "DESC"
-            guard column.isOptional else { return "\(quote(column.name)) \(direction)" }
-            return "\(quote(column.name)) \(direction) NULLS \(key.ascending ? "FIRST" : "LAST")"
+            // `Decimal` orders NaN below every number, PostgreSQL's `numeric` above: NaN
+            // goes first ascending (after `nil`) and last descending (before `nil`).
+            let nanFirst =
+                column.kind != .numeric
+                ? "" : "(\(name) = 'NaN'::numeric) \(key.ascending ? "DESC NULLS FIRST" : "ASC NULLS LAST"), "
+            guard column.isOptional else { return "\(nanFirst)\(name) \(direction)" }
+            return "\(nanFirst)\(name) \(direction) NULLS \(key.ascending ? "FIRST" : "LAST")"
         }
         orderBy =
             keys.contains(where: { $0 == nil }) ? nil : (keys.compactMap { $0 } + ["\"pk\""]).joined(separator: ", ")
@@ -170,7 +181,7 @@ struct PostgresPredicateTranslator {
         case .inRange(let value, let lower, let upper, let closed):
             guard let column = column(value), column.kind.isComparable,
                 case .constant(let lo) = lower, case .constant(let hi) = upper, !lo.isNull, !hi.isNull,
-                let a = parameter(lo, column), let b = parameter(hi, column)
+                !lo.isNaN, !hi.isNaN, let a = parameter(lo, column), let b = parameter(hi, column)
             else { return nil }
             let name = quote(column.name)
             let text =
@@ -226,7 +237,12 @@ struct PostgresPredicateTranslator {
             switch op {
             case .equal: return "(\(quote(a.name)) IS NOT DISTINCT FROM \(quote(b.name)))"
             case .notEqual: return "(\(quote(a.name)) IS DISTINCT FROM \(quote(b.name)))"
-            default: return "\(quote(a.name)) \(Self.sql(op)) \(quote(b.name))"
+            default:
+                // (Two `Decimal`s, either of which may be NaN, are left to memory.)
+                guard a.kind != .numeric else { return nil }
+                let test = "\(quote(a.name)) \(Self.sql(op)) \(quote(b.name))"
+                guard a.kind.isFloatingPoint else { return test }
+                return "(\(test) AND \(Self.notNaN(a)) AND \(Self.notNaN(b)))"
             }
         }
         let (columnSide, constantSide, flipped): (QueryExpression, QueryExpression, Bool)
@@ -251,13 +267,47 @@ struct PostgresPredicateTranslator {
         guard column.kind.isComparable || op == .equal || op == .notEqual, let text = parameter(value, column) else {
             return nil
         }
-        let bound = s.bind(text, column.kind)
         let operation = flipped ? op.flipped : op
+        // PostgreSQL orders NaN above every number (and equal to itself); in Swift NaN is
+        // neither less nor greater than anything. An order with NaN is false, and a NaN
+        // in the column must not pass `>` or `>=`. (`==` and `!=` stay as they are: NaN
+        // equals NaN in SQL as in ``SnapshotValue/matches(_:)``, which the other stores use.)
+        if column.kind.isFloatingPoint, operation != .equal, operation != .notEqual {
+            if case .double(let d) = value, d.isNaN { return "FALSE" }
+            let test = "\(name) \(Self.sql(operation)) \(s.bind(text, column.kind))"
+            return operation == .greater || operation == .greaterOrEqual ? "(\(test) AND \(Self.notNaN(column)))" : test
+        }
+        // `Decimal` orders NaN below every number (and equal to itself), PostgreSQL's
+        // `numeric` above every number: a NaN in the column passes `<` and `<=` and not
+        // `>` or `>=`, and every number is greater than NaN.
+        if column.kind == .numeric, operation != .equal, operation != .notEqual {
+            let isNaN = "\(name) = 'NaN'::numeric"
+            if value.isNaN {
+                switch operation {
+                case .less: return "FALSE"
+                case .lessOrEqual: return "(\(isNaN))"
+                case .greater: return Self.notNaN(column)
+                default: return "(\(name) IS NOT NULL)"
+                }
+            }
+            let test = "\(name) \(Self.sql(operation)) \(s.bind(text, column.kind))"
+            switch operation {
+            case .less, .lessOrEqual: return "(\(test) OR \(isNaN))"
+            default: return "(\(test) AND \(Self.notNaN(column)))"
+            }
+        }
+        let bound = s.bind(text, column.kind)
         switch operation {
         case .equal: return "\(name) = \(bound)"
         case .notEqual: return "(\(name) IS DISTINCT FROM \(bound))"
         default: return "\(name) \(Self.sql(operation)) \(bound)"
         }
+    }
+
+    /// That a floating-point column is not NaN, said as a bound on it (NaN is the greatest
+    /// value in PostgreSQL), so that an index range scan can still answer the comparison.
+    private static func notNaN(_ column: PostgresEntityTable.Column) -> String {
+        "\(quote(column.name)) < 'NaN'::\(column.kind.sqlType)"
     }
 
     /// The column a value expression reads: a stored attribute or to-one relationship of
@@ -296,4 +346,15 @@ struct PostgresPredicateTranslator {
         }
     }
 
+}
+
+extension SnapshotValue {
+    /// Whether the value is a floating-point or decimal NaN.
+    fileprivate var isNaN: Bool {
+        switch self {
+        case .double(let d): d.isNaN
+        case .decimal(let d): d.isNaN
+        default: false
+        }
+    }
 }

@@ -82,6 +82,9 @@ enum PostgresColumnKind: Sendable, Equatable {
         }
     }
 
+    /// Whether the column holds IEEE floating-point numbers, which may be NaN.
+    var isFloatingPoint: Bool { self == .double || self == .real }
+
     /// Whether a predicate's comparison or a sort on the column means in SQL what it means
     /// in Swift, so that it may go to the server.
     var isComparable: Bool {

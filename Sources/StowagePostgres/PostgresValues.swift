@@ -107,6 +107,9 @@ enum PostgresValues {
             guard let d = data(hex: text) else { throw bad() }
             return .data(d)
         case .numeric:
+            // `Decimal(string:)` does not read the "NaN" that ``parameter(_:_:column:)``
+            // writes for `Decimal.nan`.
+            if text == "NaN" { return .decimal(.nan) }
             guard let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) else { throw bad() }
             return .decimal(d)
         case .url:

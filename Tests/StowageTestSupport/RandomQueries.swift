@@ -222,18 +222,23 @@ package enum RandomQueries {
         }
     }
 
-    /// The same rows in each of the memory, log and JSON stores, written over several saves
-    /// (inserts, then updates and deletes) so that their indexes have been maintained, not
-    /// only built.
+    /// The same rows in each of the given stores (by default the memory, log and JSON
+    /// stores), written over several saves (inserts, then updates and deletes) so that their
+    /// indexes have been maintained, not only built.
     package final class Harness {
         let contexts: [(name: String, context: ModelContext)]
         let rows: [DifferentialQueries.Row]
         /// A model of each row, in no context, for Foundation to evaluate predicates on.
         let detached: [Chore]
 
-        package init(seed: UInt64 = 0x5EED_0004) throws {
+        /// The stores the harness runs on unless told otherwise: the memory, log and JSON
+        /// stores (the `FuzzQueries` target and `RandomQueryTests` use these).
+        package static let defaultStores: [StoreFactory] = [.memory, .log, .json]
+
+        /// Writes the rows of `seed` into a fresh container of each of `stores`.
+        package init(seed: UInt64 = 0x5EED_0004, stores: [StoreFactory] = Harness.defaultStores) throws {
             var named: [(String, ModelContext)] = []
-            for factory in [StoreFactory.memory, .log, .json] {
+            for factory in stores {
                 named.append((factory.name, ModelContext(try factory.container())))
             }
             var rng = SeededRandom(seed: seed)
@@ -313,29 +318,43 @@ package enum RandomQueries {
                 + "offset \(offset.map(String.init) ?? "none"); limit \(limit.map(String.init) ?? "none")"
             var problems: [String] = []
             for (name, context) in contexts {
-                do {
-                    let got = try context.fetch(descriptor).map(\.seq)
-                    if sort != nil {
-                        if got != window.map(\.seq) { problems.append("\(name): \(got) for \(window.map(\.seq))") }
-                    } else if offset == nil && limit == nil {
-                        if Set(got) != Set(window.map(\.seq)) || got.count != window.count {
-                            problems.append("\(name): \(got.sorted()) for \(window.map(\.seq))")
-                        }
-                    } else {
-                        // Without a sort the window may come from any order.
-                        let matchingSeqs = Set(matching.map(\.seq))
-                        if got.count != window.count || !got.allSatisfy(matchingSeqs.contains) {
-                            problems.append(
-                                "\(name): \(got) is not a window of \(window.count) of \(matchingSeqs.sorted())")
-                        }
-                    }
-                    let count = try context.fetchCount(descriptor)
-                    if count != window.count { problems.append("\(name): count \(count), not \(window.count)") }
-                } catch {
-                    problems.append("\(name): \(error)")
-                }
+                let found = check(context, descriptor, sorted: sort != nil, matching: matching, window: window)
+                guard !found.isEmpty else { continue }
+                // Each store's problems with that store's own plan.
+                let plan = (try? context.explain(descriptor)) ?? "?"
+                problems += found.map { "\(name): \($0) — \(label); plan \(plan)" }
             }
-            return problems.map { "\($0) — \(label); plan \((try? contexts[0].context.explain(descriptor)) ?? "?")" }
+            return problems
+        }
+
+        /// What one store's answer and count to `descriptor` got wrong: `window` is the
+        /// expected answer, `matching` every row the predicate selects (in the sort's order).
+        private func check(
+            _ context: ModelContext, _ descriptor: FetchDescriptor<Chore>, sorted: Bool,
+            matching: [DifferentialQueries.Row], window: [DifferentialQueries.Row]
+        ) -> [String] {
+            var problems: [String] = []
+            do {
+                let got = try context.fetch(descriptor).map(\.seq)
+                if sorted {
+                    if got != window.map(\.seq) { problems.append("\(got) for \(window.map(\.seq))") }
+                } else if descriptor.fetchOffset == nil && descriptor.fetchLimit == nil {
+                    if Set(got) != Set(window.map(\.seq)) || got.count != window.count {
+                        problems.append("\(got.sorted()) for \(window.map(\.seq))")
+                    }
+                } else {
+                    // Without a sort the window may come from any order.
+                    let matchingSeqs = Set(matching.map(\.seq))
+                    if got.count != window.count || !got.allSatisfy(matchingSeqs.contains) {
+                        problems.append("\(got) is not a window of \(window.count) of \(matchingSeqs.sorted())")
+                    }
+                }
+                let count = try context.fetchCount(descriptor)
+                if count != window.count { problems.append("count \(count), not \(window.count)") }
+            } catch {
+                problems.append("\(error)")
+            }
+            return problems
         }
     }
 }
