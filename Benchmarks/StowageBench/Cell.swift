@@ -228,10 +228,11 @@ final class CellRunner {
             if spec.sqliteCacheMiB > 0 { configuration.cacheCapacity = spec.sqliteCacheMiB << 20 }
             configuration.blockBytes = spec.blockKiB << 10
             return try ModelContainer(for: [Trip.self], configurations: [configuration])
-        case .postgres:
+        case .postgres, .postgresHistory:
             let conninfo = try postgresDatabases[run] ?? PostgresBench.create(postgresName(run))
             postgresDatabases[run] = conninfo
-            let configuration = PostgresStoreConfiguration(name: "bench", schema: Schema([Trip.self]), url: conninfo)
+            var configuration = PostgresStoreConfiguration(name: "bench", schema: Schema([Trip.self]), url: conninfo)
+            configuration.keepsHistory = store == .postgresHistory
             return try ModelContainer(for: [Trip.self], configurations: [configuration])
         }
     }
@@ -485,7 +486,7 @@ final class CellRunner {
             for suffix in ["", ".lock", ".tmp"] {
                 try? FileManager.default.removeItem(atPath: url.path + suffix)
             }
-            if store == .postgres { PostgresBench.drop(postgresName(run)) }
+            if store.isPostgres { PostgresBench.drop(postgresName(run)) }
         }
         var container: ModelContainer? = try makeContainer(store, run: run)
         if let container { try stowagePhases(container, record: record) }

@@ -13,6 +13,7 @@ import Foundation
 
 let storeColors: [StoreKind: String] = [
     .memory: "#4e79a7", .json: "#f28e2b", .logFull: "#e15759", .logRelaxed: "#59a14f", .postgres: "#b07aa1",
+    .postgresHistory: "#ff9da7",
 ]
 
 func xmlEscape(_ text: String) -> String {

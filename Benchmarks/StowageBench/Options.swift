@@ -8,6 +8,8 @@ enum StoreKind: String, CaseIterable, Codable, Sendable {
     case logRelaxed = "log-relaxed"
     /// `PostgresStore`, on the server `--postgres` names; not run unless asked for.
     case postgres
+    /// `PostgresStore` with `keepsHistory`: what the history costs.
+    case postgresHistory = "postgres-history"
 
     /// The stores run when `--stores` names none.
     static let defaults: [StoreKind] = [.memory, .json, .logFull, .logRelaxed]
@@ -18,7 +20,7 @@ enum StoreKind: String, CaseIterable, Codable, Sendable {
         case .memory: .memory
         case .json, .logFull: .walFull
         case .logRelaxed: .walNormal
-        case .postgres: .libpq
+        case .postgres, .postgresHistory: .libpq
         }
     }
 
@@ -29,6 +31,7 @@ enum StoreKind: String, CaseIterable, Codable, Sendable {
         case .logFull: "Log store, .full"
         case .logRelaxed: "Log store, .relaxed"
         case .postgres: "PostgresStore"
+        case .postgresHistory: "PostgresStore, keepsHistory"
         }
     }
 
@@ -40,8 +43,12 @@ enum StoreKind: String, CaseIterable, Codable, Sendable {
         case .logFull: "one pwrite and fdatasync per save"
         case .logRelaxed: "one pwrite per save, no sync"
         case .postgres: "one transaction per save, committed as the server is configured"
+        case .postgresHistory: "one transaction per save, with its history row, committed in order"
         }
     }
+
+    /// Whether the store is a `PostgresStore`.
+    var isPostgres: Bool { self == .postgres || self == .postgresHistory }
 
     /// Whether the store has a file to close, reopen and measure.
     var persists: Bool { self != .memory }
@@ -137,8 +144,8 @@ let usage = """
 
       --n LIST              row counts, comma-separated; k and M suffixes allowed
                             (default 10000,100000,1000000)
-      --stores LIST         memory,json,log-full,log-relaxed,postgres (default: the first four;
-                            `log` = log-full)
+      --stores LIST         memory,json,log-full,log-relaxed,postgres,postgres-history (default:
+                            the first four; `log` = log-full; postgres-history keeps history)
       --store S             the same as --stores S
       --runs R              timed runs per cell, after one warm-up run (default 5)
       --large-runs R        timed runs when N >= 1,000,000 (default min(R, 3))
@@ -251,7 +258,9 @@ struct Options {
                     let trimmed = name.trimmingCharacters(in: .whitespaces)
                     guard let store = StoreKind(argument: trimmed) else {
                         throw UsageError(
-                            message: "unknown store '\(trimmed)' (memory, json, log-full, log-relaxed, postgres)")
+                            message:
+                                "unknown store '\(trimmed)' (memory, json, log-full, log-relaxed, postgres, "
+                                + "postgres-history)")
                     }
                     if !chosen.contains(store) { chosen.append(store) }
                 }
@@ -281,7 +290,7 @@ struct Options {
             i += 1
         }
         guard !ns.isEmpty else { throw UsageError(message: "--n needs at least one row count") }
-        if cell == nil, stores.contains(.postgres), PostgresBench.server == nil {
+        if cell == nil, stores.contains(where: \.isPostgres), PostgresBench.server == nil {
             throw UsageError(message: "the postgres store needs a server: --postgres CONNINFO (see --help)")
         }
         // Default settings on both sides: SQLite's page cache and the log store's block cache.
