@@ -119,6 +119,25 @@ struct PredicateTests {
         #expect(try names(c, #Predicate<Trip> { $0.name.caseInsensitiveCompare("OSLO") == same }, \.name) == ["Oslo"])
     }
 
+    /// A NUL in either string is a character like any other, as Foundation's evaluation of
+    /// the same predicate has it: "Oslo" does not contain "Oslo\u{0}" (Foundation's
+    /// `String.contains` on Linux stops at the NUL and says it does).
+    @Test func aSubstringWithANULIsSearchedWhole() throws {
+        let c = try seeded()
+        let tail = "Oslo\u{0}"
+        let nul = "\u{0}"
+        #expect(try names(c, #Predicate<Trip> { $0.name.contains(tail) }, \.name).isEmpty)
+        #expect(try names(c, #Predicate<Trip> { $0.name.contains(nul) }, \.name).isEmpty)
+        let oslo = try #require(try c.fetch(FetchDescriptor<Trip>(predicate: #Predicate { $0.name == "Oslo" })).first)
+        oslo.name = "Os\u{0}lo"
+        try c.save()
+        #expect(try names(c, #Predicate<Trip> { $0.name.contains(nul) }, \.name) == ["Os\u{0}lo"])
+        for name in ["Lisbon", "Os\u{0}lo", "Home"] {
+            let reference = try #Predicate<String> { $0.contains(tail) }.evaluate(name)
+            #expect(!reference, "Foundation's evaluation, the reference: \(name)")
+        }
+    }
+
     @Test func keyPathsThroughToOneRelationships() throws {
         let c = try seeded()
         #expect(try names(c, #Predicate<Item> { $0.trip?.name == "Lisbon" }, \.name) == ["Passport", "Boots"])

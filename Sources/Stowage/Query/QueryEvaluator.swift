@@ -245,7 +245,9 @@ public struct QueryEvaluator {
         switch f {
         case .contains:
             switch (a, b) {
-            case (.string(let s), .string(let t)?): return .bool(t.isEmpty || s.contains(t))
+            // The standard library's search, not Foundation's `contains`, which on Linux
+            // stops at a NUL ("a" would contain "a\u{0}"); `Predicate`'s own evaluation does not.
+            case (.string(let s), .string(let t)?): return .bool(t.isEmpty || s.firstRange(of: t) != nil)
             case (.array(let items), let x?):
                 if case .array(let sub) = x {
                     guard !sub.isEmpty else { return .bool(true) }
@@ -276,7 +278,7 @@ public struct QueryEvaluator {
             switch a {
             case .array(let items): return .bool(items.contains { $0.matches(b ?? .null) })
             case .string(let s):
-                if case .string(let t)? = b { return .bool(s.contains(t)) }
+                if case .string(let t)? = b { return .bool(s.firstRange(of: t) != nil) }
                 return .bool(false)
             default: return .bool(false)
             }
