@@ -7,7 +7,7 @@ import Stowage
 extension PostgresStore: HistoryProviding, HistoryKeeping {
     /// The store's transactions are Stowage's default ones.
     public typealias HistoryType = DefaultHistoryTransaction
-    /// ``DefaultHistoryTransaction``.
+    /// Stowage's `DefaultHistoryTransaction`.
     public static var historyType: DefaultHistoryTransaction.Type { DefaultHistoryTransaction.self }
 
     /// The transactions `descriptor` selects, in its order, up to its limit: the saves of
