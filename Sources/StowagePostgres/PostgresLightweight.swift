@@ -187,6 +187,17 @@ struct PostgresLightweight {
                 if let text = try PostgresValues.parameter(value, column.kind, column: column.name) {
                     try connection.execute(
                         "UPDATE \(name) SET \(quoted) = \(PostgresValues.placeholder(1, column.kind))", [text])
+                    // The column keeps the default, so that a program that inserts without it
+                    // (an older build of the app still running) gets it too. The server quotes
+                    // the value into the statement (`format`'s `%L`): no value is spliced here.
+                    let literal =
+                        column.kind == .timestamp ? "to_timestamp(%L::double precision)" : "%L::\(column.kind.castType)"
+                    let template =
+                        "ALTER TABLE \(name) ALTER COLUMN \(quoted) SET DEFAULT ".replacingOccurrences(
+                            of: "%", with: "%%")
+                        + literal
+                    let made = try connection.execute("SELECT format($1::text, $2::text)", [template, text])
+                    if let statement = made.text(0, 0) { try connection.run(statement) }
                 }
                 if !column.isOptional {
                     try connection.run("ALTER TABLE \(name) ALTER COLUMN \(quoted) SET NOT NULL")

@@ -36,6 +36,7 @@ enum ShelfV2 {
         @Attribute(originalName: "title") var heading: String
         var rank: Int
         var stars: Int = 2
+        var motto: String = "it's 100% \\ oak"
         var tag: String?
         var label: Label?
         #Index<Shelf>([\.stars])
@@ -132,10 +133,18 @@ struct PostgresLightweightTests {
             "SELECT column_name FROM information_schema.columns WHERE table_name = 'Shelf' ORDER BY 1")
         #expect(
             (0..<columns.count).compactMap { columns.text($0, 0) } == [
-                "code", "heading", "label", "pk", "rank", "stars", "tag",
+                "code", "heading", "label", "motto", "pk", "rank", "stars", "tag",
             ])
         let crate = try connection.execute("SELECT count(*) FROM pg_class WHERE relname = 'Crate'")
         #expect(crate.text(0, 0) == "0")
+        // The new column keeps its default for programs that insert without it.
+        try connection.run(
+            "INSERT INTO \"Shelf\" (\"pk\", \"code\", \"heading\", \"rank\") VALUES (-1, 'old', 'Old build', 7)")
+        let defaulted = try connection.execute("SELECT \"stars\", \"motto\" FROM \"Shelf\" WHERE \"pk\" = -1")
+        #expect(defaulted.text(0, 0) == "2")
+        #expect(defaulted.text(0, 1) == "it's 100% \\ oak")
+        #expect(shelves.map(\.motto) == Array(repeating: "it's 100% \\ oak", count: 3))
+        try connection.run("DELETE FROM \"Shelf\" WHERE \"pk\" = -1")
 
         let label = ShelfV2.Label(name: "Reference")
         context.insert(label)
