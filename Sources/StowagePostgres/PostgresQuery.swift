@@ -34,6 +34,10 @@ struct PostgresQueryPlan {
     var orderBy: String?
     var limit: Int?
     var offset: Int
+    /// Whether `WHERE` pins every column of a uniqueness constraint (or the key) to a value,
+    /// so that at most one row matches and `ORDER BY` has nothing to order. PostgreSQL
+    /// cannot see that itself: it would sort the index scan's one row.
+    var atMostOneRow = false
 
     init(_ query: FetchQuery, table: PostgresEntityTable, store: String) {
         root = query.rootVariable
@@ -51,16 +55,20 @@ struct PostgresQueryPlan {
         if let predicate = query.predicate {
             var translator = PostgresPredicateTranslator(table: table, store: store, root: query.rootVariable)
             var rest: [QueryExpression] = []
+            var pinned: [String] = []
             for conjunct in Self.conjuncts(predicate) {
                 if let sql = translator.translate(conjunct, into: &statement) {
                     conditions.append(sql.text)
                     // A string search is only a pre-filter (see the translator); memory decides.
                     if !sql.isExact { rest.append(conjunct) }
+                    if sql.isExact, let column = translator.pinnedColumn(conjunct) { pinned.append(column) }
                 } else {
                     rest.append(conjunct)
                 }
             }
             residual = rest.isEmpty ? nil : rest.dropFirst().reduce(rest[0]) { .and($0, $1) }
+            atMostOneRow =
+                pinned.contains("pk") || table.uniqueness.contains { group in group.allSatisfy(pinned.contains) }
         }
         let keys = query.sort.map { key -> String? in
             guard let column = table.column(at: key.index), column.kind.isComparable else { return nil }
@@ -102,7 +110,7 @@ struct PostgresQueryPlan {
     /// The `SELECT` for `columns` with the plan's filter, order and, when it may, window.
     func select(_ columns: String, from table: PostgresEntityTable, ordered: Bool = true) -> String {
         var sql = "SELECT \(columns) FROM \(quote(table.name))\(whereClause)"
-        if ordered { sql += " ORDER BY \(orderBy ?? "\"pk\"")" }
+        if ordered, !atMostOneRow { sql += " ORDER BY \(orderBy ?? "\"pk\"")" }
         if windowInSQL {
             if let limit { sql += " LIMIT \(limit)" }
             if offset > 0 { sql += " OFFSET \(offset)" }
@@ -222,6 +230,16 @@ struct PostgresPredicateTranslator {
         default:
             return nil
         }
+    }
+
+    /// The column `e` pins to one value: an equality of a column of the record with a
+    /// constant other than `nil` (SQL's `=`, which `NULL` never passes).
+    func pinnedColumn(_ e: QueryExpression) -> String? {
+        guard case .compare(.equal, let l, let r) = e else { return nil }
+        for (side, other) in [(l, r), (r, l)] {
+            if let column = column(side), case .constant(let value) = other, !value.isNull { return column.name }
+        }
+        return nil
     }
 
     /// `l op r` where one side is a column of the record and the other a constant or a

@@ -54,7 +54,7 @@ struct PostgresSave {
     private var storeID: String { store.identifier }
 
     private func permanent(_ entity: String, _ key: Int64) -> PersistentIdentifier {
-        .permanent(entityName: entity, storeIdentifier: storeID, primaryKey: key)
+        store.permanent(entity, key)
     }
 
     private mutating func write() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {

@@ -51,6 +51,10 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// The models the database holds.
     public let schema: Schema
     let tables: PostgresTables
+    /// Each entity's identifier with key 0, made once: ``permanent(_:_:)`` gives it other
+    /// keys without interning the entity's and the store's names again (a lock and two
+    /// string hashes, a visible part of a point fetch).
+    private let prototypes: [String: PersistentIdentifier]
     private let pool = PosixMutex<[PostgresConnection]>([])
     /// Primary keys taken from the `stowage_pk` sequence and not used yet, in order.
     private let spareKeys = PosixMutex<[Int64]>([])
@@ -84,8 +88,20 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         self.schema = schema
         tables = try PostgresTables(schema)
         let connection = try PostgresConnection(configuration.url, connectTimeout: configuration.connectTimeout)
-        identifier = try Self.prepare(connection, tables: tables, schema: schema, migrationPlan: migrationPlan)
+        let identifier = try Self.prepare(connection, tables: tables, schema: schema, migrationPlan: migrationPlan)
+        self.identifier = identifier
+        prototypes = tables.entities.mapValues { table in
+            .permanent(entityName: table.name, storeIdentifier: identifier, primaryKey: 0)
+        }
         pool.withLock { $0.append(connection) }
+    }
+
+    /// The identifier of the row with `key` in `entity`'s table.
+    func permanent(_ entity: String, _ key: Int64) -> PersistentIdentifier {
+        guard let prototype = prototypes[entity] else {
+            return .permanent(entityName: entity, storeIdentifier: identifier, primaryKey: key)
+        }
+        return prototype.withPrimaryKey(key)
     }
 
     /// Creates the tables if they are not there, or checks that they are this schema's;
@@ -313,10 +329,10 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         _ table: PostgresEntityTable, _ sql: String, _ parameters: [String?], on connection: PostgresConnection
     ) throws -> [DefaultSnapshot] {
         let result = try connection.execute(sql, parameters, binary: true)
-        let entity = PersistentIdentifier.permanent(entityName: table.name, storeIdentifier: identifier, primaryKey: 0)
+        let entity = permanent(table.name, 0)
         let references = table.columns.map { column -> PersistentIdentifier? in
             guard case .reference(let destination) = column.kind else { return nil }
-            return .permanent(entityName: destination, storeIdentifier: identifier, primaryKey: 0)
+            return permanent(destination, 0)
         }
         var keys: [Int64] = []
         keys.reserveCapacity(result.count)
@@ -344,14 +360,12 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                     "SELECT \"owner\", \"target\" FROM \(quote(relationship.table)) WHERE \"owner\" = ANY($1::bigint[]) "
                         + "ORDER BY \"owner\", \"position\"", [list])
                 var lists: [Int64: [SnapshotValue]] = [:]
+                let destination = permanent(relationship.destination, 0)
                 for row in 0..<targets.count {
                     guard let owner = targets.text(row, 0).flatMap(Int64.init),
                         let target = targets.text(row, 1).flatMap(Int64.init)
                     else { continue }
-                    lists[owner, default: []].append(
-                        .identifier(
-                            .permanent(
-                                entityName: relationship.destination, storeIdentifier: identifier, primaryKey: target)))
+                    lists[owner, default: []].append(.identifier(destination.withPrimaryKey(target)))
                 }
                 for (owner, items) in lists {
                     if let i = position[owner] { values[i][relationship.index] = .array(items) }
@@ -393,9 +407,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         return try withConnection(retryingReads: true) { connection in
             let rows = try connection.execute(plan.select("\"pk\"", from: table), plan.statement.parameters)
             return (0..<rows.count).compactMap { row in
-                rows.text(row, 0).flatMap(Int64.init).map {
-                    .permanent(entityName: table.name, storeIdentifier: identifier, primaryKey: $0)
-                }
+                rows.text(row, 0).flatMap(Int64.init).map { permanent(table.name, $0) }
             }
         }
     }

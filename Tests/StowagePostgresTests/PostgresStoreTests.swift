@@ -426,6 +426,39 @@ struct PostgresConflictUpsertTests {
         #expect(try ModelContext(container).fetchCount(FetchDescriptor<Ticket>()) == 3)
     }
 
+    /// A fetch whose predicate pins a unique column to a value matches at most one row, so
+    /// its `SELECT` has no `ORDER BY` (PostgreSQL would sort the one row); one that pins a
+    /// column without a constraint, or pins the unique column to `nil`, keeps the order.
+    @Test func aFetchByAUniqueValueLeavesOutTheOrder() throws {
+        guard let container = try Self.container() else { return }
+        let context = ModelContext(container)
+        for (code, title) in [("A", "same"), ("B", "same"), ("C", "other")] {
+            context.insert(Ticket(code: code, title: title))
+        }
+        try context.save()
+        let reader = ModelContext(container)
+        let code = "B"
+        var byCode = FetchDescriptor<Ticket>(
+            predicate: #Predicate { $0.code == code && $0.title != "x" }, sortBy: [SortDescriptor(\.title)])
+        byCode.fetchLimit = 5
+        let pinned = try reader.explain(byCode)
+        #expect(pinned.contains("\"code\" = $1::text"), "\(pinned)")
+        #expect(!pinned.contains("ORDER BY"), "\(pinned)")
+        #expect(try reader.fetch(byCode).map(\.code) == ["B"])
+        let flipped = FetchDescriptor<Ticket>(predicate: #Predicate { "C" == $0.code })
+        #expect(!(try reader.explain(flipped)).contains("ORDER BY"))
+        #expect(try reader.fetch(flipped).map(\.title) == ["other"])
+
+        let byTitle = FetchDescriptor<Ticket>(predicate: #Predicate { $0.title == "same" })
+        let unpinned = try reader.explain(byTitle)
+        #expect(unpinned.contains("ORDER BY \"pk\""), "\(unpinned)")
+        #expect(try reader.fetch(byTitle).map(\.code) == ["A", "B"])
+        // An inequality pins nothing.
+        let notCode = FetchDescriptor<Ticket>(predicate: #Predicate { $0.code != code })
+        #expect((try reader.explain(notCode)).contains("ORDER BY"))
+        #expect(try reader.fetch(notCode).map(\.code) == ["A", "C"])
+    }
+
     @Test func duplicatesInOneSaveBecomeOneRecord() throws {
         guard let container = try Self.container() else { return }
         let context = ModelContext(container)
