@@ -175,14 +175,15 @@ let package = Package(
 // Each target is `Fuzzing/<name>`, its product `Fuzz<name>`; `Scripts/fuzz` lists the same.
 let fuzzTargets = [
     "ToolRead", "LogOpen", "Checkpoint", "Commit", "Snapshot", "StoredSchema", "IndexKeys", "JSONParse", "JSONOpen",
-    "Queries",
+    "Queries", "QueriesPostgres",
 ]
+let fuzzDependencies: [Target.Dependency] = ["Stowage", "StowageInspection", "StowageTestSupport", "IndexKey"]
 if let fuzzer = ProcessInfo.processInfo.environment["STOWAGE_FUZZ"] {
     for path in fuzzTargets {
         package.targets.append(
             .executableTarget(
                 name: "Fuzz" + path,
-                dependencies: ["Stowage", "StowageInspection", "StowageTestSupport", "IndexKey"],
+                dependencies: fuzzDependencies + (path == "QueriesPostgres" ? ["StowagePostgres"] : []),
                 path: "Fuzzing/" + path,
                 linkerSettings: [
                     .unsafeFlags([

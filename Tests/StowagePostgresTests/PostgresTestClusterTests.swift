@@ -1,4 +1,5 @@
 import Foundation
+import StowageTestSupport
 import Testing
 
 /// The test cluster starts, and the databases it makes accept connections.

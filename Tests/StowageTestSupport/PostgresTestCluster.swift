@@ -12,23 +12,23 @@ import Synchronization
 /// `initdb` refuses to run as root, so when the tests run as root the server programs (`initdb`, `pg_ctl`) run as
 /// the `postgres` user through `runuser` (or `setpriv`), and the cluster's directory belongs to that user. Clients
 /// (`createdb`, `psql`, the tests' own connections) run as the current user: root may enter the directory.
-final class PostgresTestCluster: Sendable {
+package final class PostgresTestCluster: Sendable {
     /// The superuser that `initdb` creates; with trust authentication it connects without a password.
-    static let superuser = "stowage"
+    package static let superuser = "stowage"
 
     /// The directory of the PostgreSQL programs (`initdb`, `pg_ctl`, `createdb`, `psql`, ...).
-    let binDirectory: URL
+    package let binDirectory: URL
     /// The cluster's temporary directory: the data directory `data`, the server log `log` and the server's socket.
-    let directory: URL
+    package let directory: URL
     /// The port. The server does not listen on TCP; the port only names the socket file, `.s.PGSQL.<port>`.
-    let port: Int
+    package let port: Int
 
     /// The directory of the server's Unix socket, which a connection names as its `host`.
-    var socketDirectory: URL { directory }
+    package var socketDirectory: URL { directory }
     /// The data directory.
-    var dataDirectory: URL { directory.appendingPathComponent("data") }
+    package var dataDirectory: URL { directory.appendingPathComponent("data") }
     /// The server's log.
-    var logFile: URL { directory.appendingPathComponent("log") }
+    package var logFile: URL { directory.appendingPathComponent("log") }
 
     private let installation: Installation
     private let stopped = PosixMutex(false)
@@ -46,7 +46,7 @@ final class PostgresTestCluster: Sendable {
     /// The shared cluster for this test process, started on first use. Nil, with `unavailableReason` set, when
     /// PostgreSQL is not installed (or, as root, when there is no `postgres` user to run it as). Throws when the
     /// cluster fails to start; later calls throw the same error rather than try again.
-    static func shared() throws -> PostgresTestCluster? {
+    package static func shared() throws -> PostgresTestCluster? {
         let installation: Installation
         switch located {
         case .success(let found): installation = found
@@ -73,7 +73,7 @@ final class PostgresTestCluster: Sendable {
 
     /// Why `shared()` returns nil (PostgreSQL's programs are missing, or the tests run as root with no way to run
     /// them as another user); nil when PostgreSQL is available.
-    static var unavailableReason: String? {
+    package static var unavailableReason: String? {
         switch located {
         case .success: nil
         case .failure(let reason): reason.description
@@ -99,7 +99,7 @@ final class PostgresTestCluster: Sendable {
 
     /// Creates a new, empty database with a name unique in this process (`t_<pid>_<n>`) and returns a libpq
     /// connection string for it: the superuser over the cluster's Unix socket, without a password.
-    func freshDatabase() throws -> String {
+    package func freshDatabase() throws -> String {
         let number = databaseCount.wrappingAdd(1, ordering: .relaxed).newValue
         let name = "t_\(getpid())_\(number)"
         try Self.run([tool("createdb"), "-h", socketDirectory.path, "-p", String(port), "-U", Self.superuser, name])
@@ -107,7 +107,7 @@ final class PostgresTestCluster: Sendable {
     }
 
     /// A libpq connection string (`key=value` form) for the database named `database`, which is not created.
-    func uri(database: String) -> String {
+    package func uri(database: String) -> String {
         [
             ("host", socketDirectory.path), ("port", String(port)), ("user", Self.superuser), ("dbname", database),
         ]
@@ -118,7 +118,7 @@ final class PostgresTestCluster: Sendable {
     /// it printed, unaligned and without headers (`1|a` for a row of two columns), with the last newline dropped.
     /// Throws, with psql's messages, when a statement fails.
     @discardableResult
-    func psql(uri: String, command: String) throws -> String {
+    package func psql(uri: String, command: String) throws -> String {
         let output = try Self.run([
             tool("psql"), "--no-psqlrc", "--quiet", "--no-align", "--tuples-only", "--set", "ON_ERROR_STOP=1",
             "--command", command, uri,
@@ -129,11 +129,11 @@ final class PostgresTestCluster: Sendable {
     // MARK: Stopping
 
     /// Whether `stop()` has been called.
-    var isStopped: Bool { stopped.withLock { $0 } }
+    package var isStopped: Bool { stopped.withLock { $0 } }
 
     /// Stops the server at once (`pg_ctl stop -m immediate`) and removes the cluster's directory. Calls after the
     /// first do nothing; `shared()` starts a new cluster once the shared one has been stopped.
-    func stop() {
+    package func stop() {
         let first = stopped.withLock { stopped in
             defer { stopped = true }
             return !stopped
@@ -294,7 +294,11 @@ final class PostgresTestCluster: Sendable {
         #else
             let status = try runProcess(command, in: directory, output: output, environment: environment)
         #endif
-        let text = String(decoding: FileManager.default.contents(atPath: outputURL.path) ?? Data(), as: UTF8.self)
+        // Not `FileManager.contents(atPath:)`: it leaks 4 KiB reading an empty file (the
+        // toolchain's Foundation; `Documentation/repros/foundation-empty-file-leak.swift`).
+        let reader = try FileHandle(forReadingFrom: outputURL)
+        defer { try? reader.close() }
+        let text = String(decoding: try reader.readToEnd() ?? Data(), as: UTF8.self)
         return (status, text)
     }
 
@@ -497,10 +501,10 @@ final class PostgresTestCluster: Sendable {
 
 /// Why the test cluster is unavailable or failed to start; the description says what happened, with the output
 /// of the command that failed and, when the server did not start, the end of its log.
-struct PostgresTestClusterError: Error, CustomStringConvertible {
-    let description: String
+package struct PostgresTestClusterError: Error, CustomStringConvertible {
+    package let description: String
 
-    init(_ description: String) {
+    package init(_ description: String) {
         self.description = description
     }
 }
