@@ -369,20 +369,23 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         keys.reserveCapacity(result.count)
         var values: [[SnapshotValue]] = []
         values.reserveCapacity(result.count)
+        // A table outside a hierarchy has one shape for every row.
+        let fixedShape = table.isDiscriminated ? nil : try shape(table.name)
         var rowShapes: [Shape] = []
-        rowShapes.reserveCapacity(result.count)
+        if fixedShape == nil { rowShapes.reserveCapacity(result.count) }
         for row in 0..<result.count {
             guard let key = result.bytes(row, 0).flatMap(PostgresValues.integer) else {
                 throw DataStoreError(.corruptStore, "\(table.sqlName) has a row without a primary key")
             }
             let rowShape: Shape
-            if table.isDiscriminated {
+            if let fixedShape {
+                rowShape = fixedShape
+            } else {
                 guard let name = result.text(row, 1) else {
                     throw DataStoreError(.corruptStore, "\(table.sqlName) has a row without an entity")
                 }
                 rowShape = try shape(name)
-            } else {
-                rowShape = try shape(table.name)
+                rowShapes.append(rowShape)
             }
             let rowTable = rowShape.table
             var record = [SnapshotValue](repeating: .null, count: rowTable.propertyCount)
@@ -398,11 +401,15 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             for relationship in rowTable.toMany { record[relationship.index] = .array([]) }
             keys.append(key)
             values.append(record)
-            rowShapes.append(rowShape)
         }
         // The rows of each join table: a relationship a hierarchy's entities inherit has
         // one, read once for all of them.
         var joins: [String: (relationship: PostgresEntityTable.ToMany, rows: [Int])] = [:]
+        if let fixedShape, !keys.isEmpty {
+            for relationship in fixedShape.table.toMany {
+                joins[relationship.table] = (relationship, Array(keys.indices))
+            }
+        }
         for (i, rowShape) in rowShapes.enumerated() {
             for relationship in rowShape.table.toMany {
                 joins[relationship.table, default: (relationship, [])].rows.append(i)
@@ -435,6 +442,11 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             }
             for (owner, items) in lists {
                 if let i = position[owner] { values[i][relationship.index] = .array(items) }
+            }
+        }
+        if let fixedShape {
+            return zip(keys, values).map { key, record in
+                DefaultSnapshot(persistentIdentifier: fixedShape.entity.withPrimaryKey(key), values: record)
             }
         }
         return zip(rowShapes, zip(keys, values)).map { rowShape, row in

@@ -74,6 +74,34 @@ final class PGCircle: PGShape {
     }
 }
 
+@Model
+class PGAnimal {
+    #Unique<PGAnimal>([\.name])
+    var name: String
+
+    init(name: String) { self.name = name }
+}
+
+@Model
+final class PGDog: PGAnimal {
+    @Attribute(.unique) var chip: String
+
+    init(name: String, chip: String) {
+        self.chip = chip
+        super.init(name: name)
+    }
+}
+
+@Model
+final class PGCat: PGAnimal {
+    var chip: String
+
+    init(name: String, chip: String) {
+        self.chip = chip
+        super.init(name: name)
+    }
+}
+
 /// Model inheritance on PostgreSQL: one table per class hierarchy, named as its root, with
 /// an `"@entity"` column (`Formats/postgres.md`, "A table per class hierarchy"), read and
 /// written as the other stores' `InheritanceTests` expect.
@@ -354,6 +382,47 @@ struct PostgresInheritanceTests {
         personal.name = "b1"
         let updateError = #expect(throws: SwiftDataError.self) { try other.save() }
         #expect(updateError?.code == .uniqueConstraintViolation)
+    }
+
+    /// Siblings that declare a property of the same name keep it in columns of their own;
+    /// a uniqueness constraint a subentity declares (`.unique`) covers only its own rows (a unique
+    /// index with `WHERE "@entity" IN (…)`), and the root's covers them all.
+    @Test func aSubentitysOwnConstraintCoversOnlyItsRows() throws {
+        guard let url = try Self.database() else { return }
+        let schema = Schema([PGAnimal.self, PGDog.self, PGCat.self])
+        let container = try ModelContainer(
+            for: schema, configurations: [PostgresStoreConfiguration(name: "postgres", schema: schema, url: url)])
+        let context = ModelContext(container)
+        context.insert(PGDog(name: "rex", chip: "A1"))
+        context.insert(PGCat(name: "tom", chip: "A1"))
+        context.insert(PGAnimal(name: "generic"))
+        try context.save()
+        // Another dog with the chip upserts the first (the dog's own constraint).
+        context.insert(PGDog(name: "max", chip: "A1"))
+        try context.save()
+        let fresh = ModelContext(container)
+        let dogs = try fresh.fetch(FetchDescriptor<PGDog>())
+        #expect(dogs.map(\.name) == ["max"] && dogs.map(\.chip) == ["A1"])
+        let cats = try fresh.fetch(FetchDescriptor<PGCat>(predicate: #Predicate { $0.chip == "A1" }))
+        #expect(cats.map(\.name) == ["tom"])
+        #expect(try fresh.fetchCount(FetchDescriptor<PGAnimal>()) == 3)
+        // The root's constraint spans the hierarchy.
+        context.insert(PGCat(name: "max", chip: "B2"))
+        #expect(throws: SwiftDataError.self) { try context.save() }
+        context.rollback()
+        let connection = try PostgresConnection(url, connectTimeout: 5)
+        let indexes = try connection.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'PGAnimal' AND indexname LIKE '%PGDog%' "
+                + "ORDER BY indexname")
+        #expect((0..<indexes.count).compactMap { indexes.text($0, 0) } == ["ux_PGDog_chip"])
+        // The dog's constraint is the database's too.
+        #expect(throws: PostgresError.self) {
+            try connection.run(
+                "INSERT INTO \"PGAnimal\" (\"pk\", \"@entity\", \"name\", \"PGDog.chip\") VALUES (-1, 'PGDog', 'x', 'A1')"
+            )
+        }
+        try connection.run(
+            "INSERT INTO \"PGAnimal\" (\"pk\", \"@entity\", \"name\", \"PGCat.chip\") VALUES (-1, 'PGCat', 'y', 'A1')")
     }
 
     @Test func historyRecordsEachChangeUnderItsOwnEntity() throws {
