@@ -35,8 +35,9 @@ import Synchronization
 /// version (as lightweight migration does, with `ALTER TABLE` in the opening transaction),
 /// and a migration plan's lightweight stages run the same way, but not yet for a schema with
 /// a class hierarchy (opening throws `.schemaMismatch`), and custom migration stages are not
-/// supported yet (opening throws `.unsupportedFeature`); models of a hierarchy that tie on a
-/// sort come back in key order, not each entity's together; history
+/// supported yet (opening throws `.unsupportedFeature`); models of a hierarchy fetched
+/// without a sort, or that tie on one, come back in key order, not each entity's together;
+/// history
 /// is kept only when asked for. Stowage's own: SwiftData has no PostgreSQL store.
 public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     // @unchecked Sendable: the only mutable state is the pool, behind its Mutex; each
