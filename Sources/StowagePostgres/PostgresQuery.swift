@@ -43,9 +43,16 @@ struct PostgresQueryPlan {
         root = query.rootVariable
         limit = query.limit
         offset = query.offset
+        // A hierarchy's table holds the rows of every entity of the hierarchy: a query that
+        // reads only some of them says which.
+        let read = query.entities.map(\.name)
+        if table.isDiscriminated, Set(read) != Set(table.hierarchy) {
+            conditions.append(
+                "\"@entity\" = ANY(\(statement.bind(PostgresValues.arrayLiteral(read), as: "text[]")))")
+        }
         if let identifiers = query.identifiers {
             let keys = identifiers.compactMap { id -> String? in
-                guard id.entityName == table.name, id.storeIdentifier == store, let key = id.primaryKey else {
+                guard table.shares(id.entityName), id.storeIdentifier == store, let key = id.primaryKey else {
                     return nil
                 }
                 return String(key)
@@ -80,7 +87,7 @@ struct PostgresQueryPlan {
             // reads `numeric` columns as text under their own names (see
             // ``PostgresEntityTable/selectExpression(_:)``), which would order `UInt64`s and
             // `Decimal`s as text ("10" before "9").
-            let name = "\(quote(table.name)).\(quote(column.name))"
+            let name = "\(quote(table.sqlName)).\(quote(column.name))"
             let direction = key.ascending ? "ASC" : "DESC"
             // `Decimal` orders NaN below every number, PostgreSQL's `numeric` above: NaN
             // goes first ascending (after `nil`) and last descending (before `nil`).
@@ -109,7 +116,7 @@ struct PostgresQueryPlan {
 
     /// The `SELECT` for `columns` with the plan's filter, order and, when it may, window.
     func select(_ columns: String, from table: PostgresEntityTable, ordered: Bool = true) -> String {
-        var sql = "SELECT \(columns) FROM \(quote(table.name))\(whereClause)"
+        var sql = "SELECT \(columns) FROM \(quote(table.sqlName))\(whereClause)"
         if ordered, !atMostOneRow { sql += " ORDER BY \(orderBy ?? "\"pk\"")" }
         if windowInSQL {
             if let limit { sql += " LIMIT \(limit)" }
@@ -220,7 +227,7 @@ struct PostgresPredicateTranslator {
             return SQL(text: "\(value) = ANY(\(bound))", isExact: true)
         case .identifierIn(let identifiers):
             let keys = identifiers.compactMap { id -> String? in
-                guard id.entityName == table.name, id.storeIdentifier == store, let key = id.primaryKey else {
+                guard table.shares(id.entityName), id.storeIdentifier == store, let key = id.primaryKey else {
                     return nil
                 }
                 return String(key)
@@ -232,12 +239,12 @@ struct PostgresPredicateTranslator {
         }
     }
 
-    /// The column `e` pins to one value: an equality of a column of the record with a
-    /// constant other than `nil` (SQL's `=`, which `NULL` never passes).
+    /// The property (or `pk`) whose column `e` pins to one value: an equality of a column
+    /// of the record with a constant other than `nil` (SQL's `=`, which `NULL` never passes).
     func pinnedColumn(_ e: QueryExpression) -> String? {
         guard case .compare(.equal, let l, let r) = e else { return nil }
         for (side, other) in [(l, r), (r, l)] {
-            if let column = column(side), case .constant(let value) = other, !value.isNull { return column.name }
+            if let column = column(side), case .constant(let value) = other, !value.isNull { return column.property }
         }
         return nil
     }
@@ -346,7 +353,12 @@ struct PostgresPredicateTranslator {
     /// comparison then stays in memory).
     private func parameter(_ value: SnapshotValue, _ column: PostgresEntityTable.Column) -> String? {
         if case .reference(let destination) = column.kind {
-            guard case .identifier(let id) = value, id.entityName == destination, id.storeIdentifier == store else {
+            // A reference to a model of a hierarchy may hold any of its entities' models.
+            let root = table.roots[destination]
+            guard case .identifier(let id) = value,
+                id.entityName == destination || (root != nil && table.roots[id.entityName] == root),
+                id.storeIdentifier == store
+            else {
                 return nil
             }
         }

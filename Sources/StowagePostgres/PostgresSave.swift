@@ -92,16 +92,28 @@ struct PostgresSave {
             entities.map { name, indices in
                 (try store.table(name), upsertingInSQL.contains(name) ? [] : indices.map { request.inserted[$0] })
             })
+        // The save's new rows by their unique values (a hierarchy's entities share the
+        // constraints of their table).
+        var seen: [[String?]: PersistentIdentifier] = [:]
+        let hierarchyInserts = insertsByEntity.keys.contains { (try? store.table($0))?.isDiscriminated == true }
         for (number, (name, indices)) in entities.enumerated() {
             let table = try store.table(name)
             let stored = stored[number]
-            var seen: [[String?]: PersistentIdentifier] = [:]
             for (position, index) in indices.enumerated() {
                 let snapshot = request.inserted[index]
                 // Another insert of the save with the same unique values is looked for
-                // only when there is another insert of the entity.
-                let tuples = indices.count > 1 ? try uniqueTuples(table, snapshot) : []
+                // only when there is another insert of the entity (or of a hierarchy).
+                let tuples = indices.count > 1 || hierarchyInserts ? try uniqueTuples(table, snapshot) : []
                 let target = stored[position] ?? tuples.lazy.compactMap { seen[$0] }.first
+                // A constraint of a class hierarchy covers its every entity: a model that
+                // meets another entity's on it fails the save (as on the other stores),
+                // whatever the policy; within one entity it upserts.
+                if let target, target.entityName != name {
+                    throw SwiftDataError(
+                        .uniqueConstraintViolation,
+                        "\(name): a \(target.entityName) already has the values of \(table.uniqueness) "
+                            + "(the constraint covers every class of the hierarchy that has it)")
+                }
                 if let target {
                     if request.uniquenessPolicy == .fail {
                         throw SwiftDataError(
@@ -193,9 +205,12 @@ struct PostgresSave {
         query.limit = nil
         query.offset = 0
         let plan = PostgresQueryPlan(query, table: table, store: storeID)
-        let delete = "DELETE FROM \(quote(table.name))"
+        let delete = "DELETE FROM \(quote(table.sqlName))"
+        // A hierarchy's row tells its own entity.
         let returning =
-            " RETURNING " + (["\"pk\""] + tombstoneColumns(table).map(Self.textExpression)).joined(separator: ", ")
+            " RETURNING "
+            + (["\"pk\""] + (table.isDiscriminated ? ["\"@entity\""] : [])
+            + tombstoneColumns(table).map(Self.textExpression)).joined(separator: ", ")
         guard plan.residual != nil else {
             return (table.name, delete + plan.whereClause + returning, plan.statement.parameters)
         }
@@ -227,15 +242,16 @@ struct PostgresSave {
         for (batch, rows) in zip(batchDeletes, results) {
             let table = try store.table(batch.entity)
             let preserved = tombstoneColumns(table)
+            let first = table.isDiscriminated ? 2 : 1
             for row in 0..<rows.count {
                 guard let key = rows.text(row, 0).flatMap(Int64.init) else { continue }
-                let id = permanent(batch.entity, key)
+                let id = permanent(table.isDiscriminated ? rows.text(row, 1) ?? batch.entity : batch.entity, key)
                 batchDeleted.append(id)
                 guard !preserved.isEmpty else { continue }
                 var tombstone: [String: SnapshotValue] = [:]
                 for (i, column) in preserved.enumerated() {
-                    tombstone[column.name] = try PostgresValues.value(
-                        rows.text(row, i + 1), column.kind, store: storeID)
+                    tombstone[column.property] = try PostgresValues.value(
+                        rows.text(row, i + first), column.kind, store: storeID)
                 }
                 batchTombstones[id] = tombstone
             }
@@ -278,10 +294,13 @@ struct PostgresSave {
     /// The parameter texts of each of `snapshot`'s uniqueness constraints that it fills
     /// (a constraint with a `nil` value never collides, as in SQL).
     private func uniqueTuples(_ table: PostgresEntityTable, _ snapshot: DefaultSnapshot) throws -> [[String?]] {
-        try table.uniqueness.enumerated().compactMap { number, constraint -> [String?]? in
-            var tuple: [String?] = [String(number)]
-            for name in constraint {
-                guard let column = table.column(named: name) else { return nil }
+        try table.uniqueness.compactMap { constraint -> [String?]? in
+            // The table and the constraint's columns: the same for every entity of a
+            // hierarchy that has the constraint.
+            let columns = constraint.compactMap { table.column(named: $0) }
+            guard columns.count == constraint.count else { return nil }
+            var tuple: [String?] = [([table.sqlName] + columns.map(\.name)).joined(separator: "\u{0}")]
+            for column in columns {
                 let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
                 guard let text = try PostgresValues.parameter(value, column.kind, column: column.name) else {
                     return nil
@@ -294,7 +313,9 @@ struct PostgresSave {
 
     /// For each entity's inserts (by position), the stored row each meets on a uniqueness
     /// constraint, if any: one query per constraint, joining the table with the inserts'
-    /// values, all sent with `BEGIN` in one round trip.
+    /// values, all sent with `BEGIN` in one round trip. In a hierarchy's table the row
+    /// found may be of another entity that shares the constraint (its identifier says so),
+    /// among the rows of the family of the entity that declares the constraint.
     private mutating func storedMatches(_ entities: [(PostgresEntityTable, [DefaultSnapshot])]) throws
         -> [[Int: PersistentIdentifier]]
     {
@@ -304,6 +325,19 @@ struct PostgresSave {
             for constraint in table.uniqueness {
                 let columns = constraint.compactMap { table.column(named: $0) }
                 guard columns.count == constraint.count, !columns.isEmpty else { continue }
+                // Which entities' rows hold the constraint: the family of the entity that
+                // declares it (every entity of the hierarchy for the root's).
+                var sharing: [String]? = nil
+                if table.isDiscriminated {
+                    var declaring = table
+                    for name in table.hierarchy.reversed() {
+                        guard let other = try? store.table(name), other.family.contains(table.name),
+                            other.uniqueness.contains(constraint), other.family.count > declaring.family.count
+                        else { continue }
+                        declaring = other
+                    }
+                    if declaring.family.count < table.hierarchy.count { sharing = declaring.family }
+                }
                 var arrays = [[String?]](repeating: [], count: columns.count)
                 for snapshot in inserts {
                     for (i, column) in columns.enumerated() {
@@ -312,6 +346,10 @@ struct PostgresSave {
                     }
                 }
                 var statement = PostgresStatement()
+                let entity = table.isDiscriminated ? ", t.\"@entity\"" : ""
+                let restriction = sharing.map { names in
+                    " AND t.\"@entity\" = ANY(\(statement.bind(PostgresValues.arrayLiteral(names), as: "text[]")))"
+                }
                 if columns.count == 1, columns[0].kind != .timestamp {
                     // One column: `= ANY`, which the server answers from the constraint's
                     // index with a plan it keeps, where the join is planned on every call.
@@ -320,8 +358,10 @@ struct PostgresSave {
                         PostgresValues.arrayLiteral(arrays[0]), as: PostgresEntityTable.arrayType(column.kind))
                     queries.append(
                         (
-                            "SELECT \"pk\", array_position(\(list), \(quote(column.name))) FROM \(quote(table.name)) "
-                                + "WHERE \(quote(column.name)) = ANY(\(list))", statement.parameters
+                            "SELECT t.\"pk\", array_position(\(list), t.\(quote(column.name)))\(entity) "
+                                + "FROM \(quote(table.sqlName)) AS t "
+                                + "WHERE t.\(quote(column.name)) = ANY(\(list))\(restriction ?? "")",
+                            statement.parameters
                         ))
                     owners.append(number)
                     continue
@@ -337,8 +377,10 @@ struct PostgresSave {
                 queries.append(
                     (
                         """
-                        SELECT t."pk", u.ord FROM \(quote(table.name)) AS t JOIN unnest(\(spread.joined(separator: ", "))) \
-                        WITH ORDINALITY AS u(\(aliases.joined(separator: ", ")), ord) ON \(on.joined(separator: " AND "))
+                        SELECT t."pk", u.ord\(entity) FROM \(quote(table.sqlName)) AS t \
+                        JOIN unnest(\(spread.joined(separator: ", "))) \
+                        WITH ORDINALITY AS u(\(aliases.joined(separator: ", ")), ord) ON \(on.joined(separator: " AND "))\
+                        \(restriction ?? "")
                         """, statement.parameters
                     ))
                 owners.append(number)
@@ -360,7 +402,7 @@ struct PostgresSave {
             for row in 0..<rows.count {
                 guard let key = rows.text(row, 0).flatMap(Int64.init), let ord = rows.text(row, 1).flatMap(Int.init)
                 else { continue }
-                let id = permanent(table.name, key)
+                let id = permanent(table.isDiscriminated ? rows.text(row, 2) ?? table.name : table.name, key)
                 if found[owner][ord - 1] == nil, !deleted.contains(id) { found[owner][ord - 1] = id }
             }
         }
@@ -401,7 +443,7 @@ struct PostgresSave {
         for (name, keys) in wanted.sorted(by: { $0.key < $1.key }) {
             let table = try store.table(name)
             let sql =
-                "SELECT \(table.selectList) FROM \(quote(table.name)) WHERE \"pk\" = ANY($1::bigint[]) "
+                "SELECT \(table.selectList) FROM \(quote(table.sqlName)) WHERE \"pk\" = ANY($1::bigint[]) "
                 + "ORDER BY \"pk\" FOR UPDATE"
             for snapshot in try store.read(
                 table, sql, [PostgresValues.arrayLiteral(keys.map { String($0) })], on: connection)
@@ -442,7 +484,10 @@ struct PostgresSave {
     }
 
     private mutating func deleteRows(_ identifiers: [PersistentIdentifier]) throws {
-        let byEntity = Dictionary(grouping: identifiers.filter { $0.storeIdentifier == storeID }, by: \.entityName)
+        // A hierarchy's entities share their root's table.
+        let byEntity = Dictionary(grouping: identifiers.filter { $0.storeIdentifier == storeID }) {
+            store.tables.entities[$0.entityName]?.sqlName ?? $0.entityName
+        }
         for (name, ids) in byEntity.sorted(by: { $0.key < $1.key }) {
             let keys = ids.compactMap(\.primaryKey).map { String($0) }
             writes.append(

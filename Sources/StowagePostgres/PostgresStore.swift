@@ -6,7 +6,8 @@ import Synchronization
 /// `#Predicate` queries as Stowage's other stores, on a database several processes and
 /// machines share. Open it with a ``PostgresStoreConfiguration``.
 ///
-/// - **Tables.** One per entity, with a column per attribute in a faithful type (`uuid`,
+/// - **Tables.** One per entity (one per class hierarchy, named as its root, with an
+///   `"@entity"` column naming each row's entity), with a column per attribute in a faithful type (`uuid`,
 ///   `timestamptz`, `numeric`, `bytea`; `jsonb` for arrays, dictionaries and `Codable`
 ///   values), foreign keys for to-one relationships, a join table per to-many
 ///   relationship, `CREATE INDEX` for `#Index` and `UNIQUE` for `#Unique` and `.unique`
@@ -32,8 +33,11 @@ import Synchronization
 /// Where it differs from the other stores: dates are kept to the microsecond (PostgreSQL's
 /// `timestamptz`); text is compared as bytes; a changed schema is converted within one
 /// version (as lightweight migration does, with `ALTER TABLE` in the opening transaction),
-/// and a migration plan's lightweight stages run the same way, but model inheritance and
-/// custom migration stages are not supported yet (opening throws `.unsupportedFeature`); history
+/// and a migration plan's lightweight stages run the same way, but not yet for a schema with
+/// a class hierarchy (opening throws `.schemaMismatch`), and custom migration stages are not
+/// supported yet (opening throws `.unsupportedFeature`); models of a hierarchy fetched
+/// without a sort, or that tie on one, come back in key order, not each entity's together;
+/// history
 /// is kept only when asked for. Stowage's own: SwiftData has no PostgreSQL store.
 public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     // @unchecked Sendable: the only mutable state is the pool, behind its Mutex; each
@@ -61,8 +65,11 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// How many keys a save takes from the sequence at least: most saves then take none.
     static let keyBlock = 256
 
-    /// The version of `Formats/postgres.md` the tables follow.
+    /// The version of `Formats/postgres.md` the tables follow: 3 for a schema with a class
+    /// hierarchy (one table per hierarchy), else 2, so that builds before layout 3 still
+    /// open the databases they could.
     static let layout = "2"
+    static let hierarchyLayout = "3"
 
     /// A key for `pg_advisory_xact_lock` while a save writes its history row, held until it
     /// commits, so that transaction identifiers increase in commit order.
@@ -78,8 +85,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     /// (`Formats/postgres.md`, "A changed schema").
     /// - Throws: `DataStoreError` `.ioFailure` when the server cannot be reached,
     ///   `.schemaMismatch` when the database holds another schema that needs a migration, `.wrongFormat` for tables
-    ///   Stowage did not make or of a later layout, `.unsupportedFeature` for a schema with
-    ///   model inheritance or a custom migration stage to run, `.migrationFailed` for a
+    ///   Stowage did not make or of a later layout, `.unsupportedFeature` for a custom
+    ///   migration stage to run, `.migrationFailed` for a
     ///   plan's stage that cannot convert the tables.
     public init(_ configuration: PostgresStoreConfiguration, migrationPlan: (any SchemaMigrationPlan.Type)?) throws {
         try configuration.validate()
@@ -123,13 +130,29 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             }
             let live = PostgresSchemaRecord(schema)
             let identifier: String
-            if let layout = stored["layout"], layout != Self.layout {
-                guard layout == "1" else {
+            let layout = tables.hasHierarchy ? Self.hierarchyLayout : Self.layout
+            if let found = stored["layout"], found != layout {
+                guard found == "1" || found == Self.layout || found == Self.hierarchyLayout else {
                     throw DataStoreError(
                         .wrongFormat,
-                        "the PostgreSQL database's tables are of layout \(layout), this Stowage reads layouts 1 and "
-                            + "\(Self.layout) (Formats/postgres.md)")
+                        "the PostgreSQL database's tables are of layout \(found), this Stowage reads layouts 1 to "
+                            + "\(Self.hierarchyLayout) (Formats/postgres.md)")
                 }
+                // A hierarchy's entities share a table (layout 3); converting the tables of
+                // separate entities into one, or back, is not done yet.
+                guard found != Self.hierarchyLayout, !tables.hasHierarchy else {
+                    throw DataStoreError(
+                        .schemaMismatch,
+                        tables.hasHierarchy
+                            ? "the PostgreSQL database's tables (layout \(found)) have no class hierarchy, and the "
+                                + "container's schema has one: converting tables into a hierarchy's table is not "
+                                + "done yet for class hierarchies"
+                            : "the PostgreSQL database's tables (layout 3) hold a class hierarchy, and the container's "
+                                + "schema has none: converting a hierarchy's table is not done yet for class hierarchies"
+                    )
+                }
+            }
+            if stored["layout"] == "1" {
                 // Layout 1 had no history: its table is added, and the layout moves on.
                 for statement in PostgresTables.historyScript { try connection.run(statement) }
                 try connection.execute(
@@ -140,7 +163,13 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                     throw DataStoreError(
                         .wrongFormat, "the database's stowage_metadata holds a schema Stowage cannot read")
                 }
-                if recorded.difference(from: live) != nil {
+                if let difference = recorded.difference(from: live) {
+                    if recorded.hasHierarchy || live.hasHierarchy {
+                        throw DataStoreError(
+                            .schemaMismatch,
+                            "the PostgreSQL database holds another schema (\(difference)); PostgresStore converts "
+                                + "a changed schema, but not yet for class hierarchies")
+                    }
                     try convert(
                         connection, from: recorded, text: text, to: live, tables: tables, schema: schema,
                         plan: recorded.version == live.version ? nil : migrationPlan)
@@ -149,7 +178,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             } else {
                 // Tables of these names that Stowage did not make (no metadata says so) are
                 // another program's: refuse them rather than write rows they do not fit.
-                let names = tables.entities.keys.sorted()
+                let names = tables.tableNames
                 let existing = try connection.execute(
                     "SELECT relname FROM pg_class WHERE relkind IN ('r', 'p', 'v') "
                         + "AND relnamespace = current_schema()::regnamespace AND relname = ANY($1::text[])",
@@ -165,7 +194,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                 try connection.execute(
                     "INSERT INTO stowage_metadata (\"key\", \"value\") VALUES ('identifier', $1), ('schema', $2), "
                         + "('layout', $3)",
-                    [identifier, live.json, Self.layout])
+                    [identifier, live.json, layout])
             }
             try connection.run("COMMIT")
             return identifier
@@ -324,56 +353,121 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
     }
 
     /// Runs a `SELECT` of `table.selectList` and makes snapshots of its rows, with their
-    /// to-many relationships read from the join tables.
+    /// to-many relationships read from the join tables. A row of a hierarchy's table
+    /// becomes a snapshot of its own entity (its `"@entity"`).
     func read(
         _ table: PostgresEntityTable, _ sql: String, _ parameters: [String?], on connection: PostgresConnection
     ) throws -> [DefaultSnapshot] {
         let result = try connection.execute(sql, parameters, binary: true)
-        let entity = permanent(table.name, 0)
-        let references = table.columns.map { column -> PersistentIdentifier? in
-            guard case .reference(let destination) = column.kind else { return nil }
-            return permanent(destination, 0)
+        /// Each entity's table and template identifiers, found once.
+        struct Shape {
+            let table: PostgresEntityTable
+            let entity: PersistentIdentifier
+            let references: [PersistentIdentifier?]
+        }
+        var shapes: [String: Shape] = [:]
+        func shape(_ name: String) throws -> Shape {
+            if let known = shapes[name] { return known }
+            guard let rowTable = tables.entities[name], rowTable.sqlName == table.sqlName else {
+                throw DataStoreError(
+                    .corruptStore, "\(table.sqlName) has a row of \(name), which is not an entity of its hierarchy")
+            }
+            let made = Shape(
+                table: rowTable,
+                entity: permanent(rowTable.name, 0),
+                references: rowTable.columns.map { column -> PersistentIdentifier? in
+                    guard case .reference(let destination) = column.kind else { return nil }
+                    return permanent(destination, 0)
+                })
+            shapes[name] = made
+            return made
         }
         var keys: [Int64] = []
         keys.reserveCapacity(result.count)
         var values: [[SnapshotValue]] = []
         values.reserveCapacity(result.count)
+        // A table outside a hierarchy has one shape for every row.
+        let fixedShape = table.isDiscriminated ? nil : try shape(table.name)
+        var rowShapes: [Shape] = []
+        if fixedShape == nil { rowShapes.reserveCapacity(result.count) }
         for row in 0..<result.count {
             guard let key = result.bytes(row, 0).flatMap(PostgresValues.integer) else {
-                throw DataStoreError(.corruptStore, "\(table.name) has a row without a primary key")
+                throw DataStoreError(.corruptStore, "\(table.sqlName) has a row without a primary key")
             }
-            var record = [SnapshotValue](repeating: .null, count: table.propertyCount)
-            for (i, column) in table.columns.enumerated() {
-                guard let bytes = result.bytes(row, i + 1) else { continue }
+            let rowShape: Shape
+            if let fixedShape {
+                rowShape = fixedShape
+            } else {
+                guard let name = result.text(row, 1) else {
+                    throw DataStoreError(.corruptStore, "\(table.sqlName) has a row without an entity")
+                }
+                rowShape = try shape(name)
+                rowShapes.append(rowShape)
+            }
+            let rowTable = rowShape.table
+            var record = [SnapshotValue](repeating: .null, count: rowTable.propertyCount)
+            for (i, column) in rowTable.columns.enumerated() {
+                guard let bytes = result.bytes(row, rowTable.positions[i]) else { continue }
+                var reference = rowShape.references[i]
+                if let position = rowTable.entityPositions[i], let entity = result.text(row, position) {
+                    reference = permanent(entity, 0)
+                }
                 record[column.index] = try PostgresValues.value(
-                    binary: bytes, column.kind, reference: references[i], store: identifier)
+                    binary: bytes, column.kind, reference: reference, store: identifier)
             }
-            for relationship in table.toMany { record[relationship.index] = .array([]) }
+            for relationship in rowTable.toMany { record[relationship.index] = .array([]) }
             keys.append(key)
             values.append(record)
         }
-        if !table.toMany.isEmpty, !keys.isEmpty {
-            let position = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
-            let list = PostgresValues.arrayLiteral(keys.map { String($0) })
-            for relationship in table.toMany {
-                let targets = try connection.execute(
-                    "SELECT \"owner\", \"target\" FROM \(quote(relationship.table)) WHERE \"owner\" = ANY($1::bigint[]) "
-                        + "ORDER BY \"owner\", \"position\"", [list])
-                var lists: [Int64: [SnapshotValue]] = [:]
-                let destination = permanent(relationship.destination, 0)
-                for row in 0..<targets.count {
-                    guard let owner = targets.text(row, 0).flatMap(Int64.init),
-                        let target = targets.text(row, 1).flatMap(Int64.init)
-                    else { continue }
-                    lists[owner, default: []].append(.identifier(destination.withPrimaryKey(target)))
-                }
-                for (owner, items) in lists {
-                    if let i = position[owner] { values[i][relationship.index] = .array(items) }
-                }
+        // The rows of each join table: a relationship a hierarchy's entities inherit has
+        // one, read once for all of them.
+        var joins: [String: (relationship: PostgresEntityTable.ToMany, rows: [Int])] = [:]
+        if let fixedShape, !keys.isEmpty {
+            for relationship in fixedShape.table.toMany {
+                joins[relationship.table] = (relationship, Array(keys.indices))
             }
         }
-        return zip(keys, values).map { key, record in
-            DefaultSnapshot(persistentIdentifier: entity.withPrimaryKey(key), values: record)
+        for (i, rowShape) in rowShapes.enumerated() {
+            for relationship in rowShape.table.toMany {
+                joins[relationship.table, default: (relationship, [])].rows.append(i)
+            }
+        }
+        for (joinTable, join) in joins.sorted(by: { $0.key < $1.key }) {
+            let relationship = join.relationship
+            let position = Dictionary(join.rows.map { (keys[$0], $0) }, uniquingKeysWith: { a, _ in a })
+            let list = PostgresValues.arrayLiteral(join.rows.map { String(keys[$0]) })
+            // A target of a hierarchy's entities: its row tells its entity.
+            let targetRoot = tables.entities[relationship.destination].flatMap { $0.isDiscriminated ? $0.sqlName : nil }
+            let sql =
+                targetRoot.map {
+                    "SELECT j.\"owner\", j.\"target\", r.\"@entity\" FROM \(quote(joinTable)) AS j "
+                        + "JOIN \(quote($0)) AS r ON r.\"pk\" = j.\"target\" WHERE j.\"owner\" = ANY($1::bigint[]) "
+                        + "ORDER BY j.\"owner\", j.\"position\""
+                }
+                ?? "SELECT \"owner\", \"target\" FROM \(quote(joinTable)) WHERE \"owner\" = ANY($1::bigint[]) "
+                + "ORDER BY \"owner\", \"position\""
+            let targets = try connection.execute(sql, [list])
+            var lists: [Int64: [SnapshotValue]] = [:]
+            for row in 0..<targets.count {
+                guard let owner = targets.text(row, 0).flatMap(Int64.init),
+                    let target = targets.text(row, 1).flatMap(Int64.init)
+                else { continue }
+                let entity =
+                    targetRoot == nil ? relationship.destination : targets.text(row, 2) ?? relationship.destination
+                lists[owner, default: []].append(
+                    .identifier(permanent(entity, target)))
+            }
+            for (owner, items) in lists {
+                if let i = position[owner] { values[i][relationship.index] = .array(items) }
+            }
+        }
+        if let fixedShape {
+            return zip(keys, values).map { key, record in
+                DefaultSnapshot(persistentIdentifier: fixedShape.entity.withPrimaryKey(key), values: record)
+            }
+        }
+        return zip(rowShapes, zip(keys, values)).map { rowShape, row in
+            DefaultSnapshot(persistentIdentifier: rowShape.entity.withPrimaryKey(row.0), values: row.1)
         }
     }
 
@@ -386,7 +480,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         guard plan.residual == nil else { return try snapshots(unsorted(query)).count }
         let total = try withConnection(retryingReads: true) { connection in
             let rows = try connection.execute(
-                "SELECT count(*) FROM \(quote(table.name))\(plan.whereClause)", plan.statement.parameters)
+                "SELECT count(*) FROM \(quote(table.sqlName))\(plan.whereClause)", plan.statement.parameters)
             return rows.text(0, 0).flatMap(Int.init) ?? 0
         }
         let afterOffset = max(0, total - query.offset)
@@ -405,9 +499,13 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             return try snapshots(query).map(\.persistentIdentifier)
         }
         return try withConnection(retryingReads: true) { connection in
-            let rows = try connection.execute(plan.select("\"pk\"", from: table), plan.statement.parameters)
+            // A hierarchy's row carries its own entity.
+            let columns = table.isDiscriminated ? "\"pk\", \"@entity\"" : "\"pk\""
+            let rows = try connection.execute(plan.select(columns, from: table), plan.statement.parameters)
             return (0..<rows.count).compactMap { row in
-                rows.text(row, 0).flatMap(Int64.init).map { permanent(table.name, $0) }
+                rows.text(row, 0).flatMap(Int64.init).map {
+                    permanent(table.isDiscriminated ? rows.text(row, 1) ?? table.name : table.name, $0)
+                }
             }
         }
     }
@@ -419,22 +517,26 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         return query
     }
 
-    /// The records of `identifiers`, one statement per entity: `pk = ANY($1)`, or, for many
+    /// The records of `identifiers`, one statement per table (a hierarchy's entities share
+    /// one, and each row comes back as its own entity's): `pk = ANY($1)`, or, for many
     /// keys that lie close together (an enumeration's batch, in key order), the range they
     /// span, read in one index range scan, keeping only the keys asked for.
     public func snapshots(for identifiers: [PersistentIdentifier]) throws -> [PersistentIdentifier: DefaultSnapshot] {
         var byEntity: [String: [Int64]] = [:]
         for id in identifiers where id.storeIdentifier == identifier {
-            guard let key = id.primaryKey else { continue }
-            byEntity[id.entityName, default: []].append(key)
+            guard let key = id.primaryKey, let table = tables.entities[id.entityName] else { continue }
+            // A hierarchy's entities are read together, through its root's table.
+            byEntity[table.isDiscriminated ? table.sqlName : id.entityName, default: []].append(key)
         }
         guard !byEntity.isEmpty else { return [:] }
         return try withConnection(retryingReads: true) { connection in
             var found: [PersistentIdentifier: DefaultSnapshot] = [:]
             for (name, keys) in byEntity {
                 guard let table = tables.entities[name], let low = keys.min(), let high = keys.max() else { continue }
-                let select = "SELECT \(table.selectList) FROM \(quote(table.name)) WHERE "
-                if keys.count >= Self.rangeReadMinimum, table.toMany.isEmpty, high - low < 2 * Int64(keys.count) {
+                let select = "SELECT \(table.selectList) FROM \(quote(table.sqlName)) WHERE "
+                if keys.count >= Self.rangeReadMinimum, !table.isDiscriminated, table.toMany.isEmpty,
+                    high - low < 2 * Int64(keys.count)
+                {
                     let wanted = Set(keys)
                     let sql = select + "\"pk\" BETWEEN $1::bigint AND $2::bigint"
                     for snapshot in try read(table, sql, [String(low), String(high)], on: connection)
@@ -508,24 +610,25 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         let plan = PostgresQueryPlan(query, table: table, store: identifier)
         if plan.residual == nil {
             try withConnection { connection in
-                try connection.execute("DELETE FROM \(quote(table.name))\(plan.whereClause)", plan.statement.parameters)
+                try connection.execute(
+                    "DELETE FROM \(quote(table.sqlName))\(plan.whereClause)", plan.statement.parameters)
             }
             return
         }
         let keys = try snapshots(query).compactMap { $0.persistentIdentifier.primaryKey }.map { String($0) }
         try withConnection { connection in
             try connection.execute(
-                "DELETE FROM \(quote(table.name)) WHERE \"pk\" = ANY($1::bigint[])", [PostgresValues.arrayLiteral(keys)]
-            )
+                "DELETE FROM \(quote(table.sqlName)) WHERE \"pk\" = ANY($1::bigint[])",
+                [PostgresValues.arrayLiteral(keys)])
         }
     }
 
     /// Empties every table of the schema's entities and to-many relationships
     /// (`TRUNCATE`); the tables stay.
     public func erase() throws {
-        let names =
-            tables.entities.values.map { quote($0.name) }
-            + tables.entities.values.flatMap { $0.toMany.map { quote($0.table) } }
+        let names = Set(
+            tables.entities.values.map { quote($0.sqlName) }
+                + tables.entities.values.flatMap { $0.toMany.map { quote($0.table) } })
         guard !names.isEmpty else { return }
         try withConnection { connection in
             try connection.run("TRUNCATE \(names.sorted().joined(separator: ", "))")
@@ -534,3 +637,6 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
 }
 
 extension PostgresStore: DataStoreSavingBatchDeletes {}
+
+/// A fetch of an entity with subentities is one statement on the hierarchy's table.
+extension PostgresStore: AnswersEntityFamilies {}

@@ -108,10 +108,15 @@ struct PostgresStoreTests {
         let later = try cluster.freshDatabase()
         _ = try Self.container(later)
         try PostgresConnection(later, connectTimeout: 5).run(
-            "UPDATE stowage_metadata SET \"value\" = '3' WHERE \"key\" = 'layout'")
+            "UPDATE stowage_metadata SET \"value\" = '4' WHERE \"key\" = 'layout'")
         let refused = #expect(throws: DataStoreError.self) { try Self.container(later) }
         #expect(refused?.code == .wrongFormat)
-        #expect(refused?.message.contains("layout 3") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("layout 4") == true, "\(String(describing: refused))")
+        // Layout 3 holds a class hierarchy, which this schema does not have.
+        try PostgresConnection(later, connectTimeout: 5).run(
+            "UPDATE stowage_metadata SET \"value\" = '3' WHERE \"key\" = 'layout'")
+        let mismatched = #expect(throws: DataStoreError.self) { try Self.container(later) }
+        #expect(mismatched?.code == .schemaMismatch)
     }
 
     /// Strings full of quotes, backslashes, NULs and `$1`, as values and in predicates,

@@ -66,7 +66,7 @@ extension ModelContext {
         applyPendingMerges()
         let (store, request) = try makeRequest(descriptor)
         if descriptor.includePendingChanges && hasPendingChanges(for: request.query)
-            || (request.query.spansSubentities && !(store is any SnapshotTableStore))
+            || (request.query.spansSubentities && !Self.answersFamilies(store))
         {
             return try fetchSnapshots(descriptor).count
         }
@@ -83,7 +83,7 @@ extension ModelContext {
         applyPendingMerges()
         let (store, request) = try makeRequest(descriptor)
         if descriptor.includePendingChanges && hasPendingChanges(for: request.query)
-            || (request.query.spansSubentities && !(store is any SnapshotTableStore))
+            || (request.query.spansSubentities && !Self.answersFamilies(store))
         {
             return try fetchSnapshots(descriptor).map(\.persistentIdentifier)
         }
@@ -94,6 +94,12 @@ extension ModelContext {
         }
     }
 
+    /// Whether `store` answers a query that spans an entity's subentities itself (else the
+    /// context asks it for each entity and merges the parts).
+    static func answersFamilies(_ store: any DataStore<DefaultSnapshot>) -> Bool {
+        store is any SnapshotTableStore || store is any AnswersEntityFamilies
+    }
+
     /// What `store` answers to `query`; when it prefers the context to filter or sort
     /// (``DataStoreError/preferInMemoryFilter``, ``DataStoreError/preferInMemorySort``), it
     /// is asked again without that part and the window, and the context does the rest.
@@ -101,7 +107,7 @@ extension ModelContext {
         _ store: any DataStore<DefaultSnapshot>, _ query: FetchQuery,
         _ storeFetch: (any DataStore<DefaultSnapshot>, EditingState, FetchQuery) throws -> [DefaultSnapshot]
     ) throws -> [DefaultSnapshot] {
-        if query.spansSubentities, !(store is any SnapshotTableStore) {
+        if query.spansSubentities, !Self.answersFamilies(store) {
             return try familySnapshots(store, query, storeFetch)
         }
         var asked = query

@@ -53,3 +53,10 @@ extension SnapshotTableStore {
     /// The number of stored records.
     public var recordCount: Int { withTable { $0.count } }
 }
+
+/// A store that answers a `FetchQuery` whose `entities` span an entity's
+/// subentities itself, in one read (as a `SnapshotTableStore` does): `fetch`, `fetchCount`
+/// and `fetchIdentifiers` return the records of every entity the query reads, each as its
+/// own entity's, in the query's order and window. A context sends such queries to any
+/// other store one entity at a time and merges the answers in memory.
+package protocol AnswersEntityFamilies {}
