@@ -17,8 +17,22 @@ public struct LogTestDirectory: Sendable {
         return LogTestDirectory(url: url)
     }
 
-    /// Deletes the directory and everything in it.
+    /// Deletes the directory and everything in it; first, when `STOWAGE_KEEP_TEST_STORES`
+    /// names a directory, copies the files the test wrote there (not lock files or folders), each
+    /// named after this directory and its own name: the seeds `Scripts/fuzz test-seeds`
+    /// gives the fuzz targets that read whole files.
     public func remove() {
+        if let keep = ProcessInfo.processInfo.environment["STOWAGE_KEEP_TEST_STORES"], !keep.isEmpty {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+            for name in names where !name.hasSuffix(".lock") {
+                var isDirectory: ObjCBool = false
+                let source = url.appendingPathComponent(name).path
+                guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory), !isDirectory.boolValue
+                else { continue }
+                let target = URL(fileURLWithPath: keep).appendingPathComponent("\(url.lastPathComponent)-\(name)")
+                try? FileManager.default.copyItem(at: url.appendingPathComponent(name), to: target)
+            }
+        }
         try? FileManager.default.removeItem(at: url)
     }
 }
