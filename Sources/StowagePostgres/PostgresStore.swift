@@ -448,14 +448,17 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                 + "ORDER BY \"owner\", \"position\""
             let targets = try connection.execute(sql, [list])
             var lists: [Int64: [SnapshotValue]] = [:]
+            // Outside a hierarchy every target is of the destination: one prototype for all.
+            let destination = permanent(relationship.destination, 0)
             for row in 0..<targets.count {
                 guard let owner = targets.text(row, 0).flatMap(Int64.init),
                     let target = targets.text(row, 1).flatMap(Int64.init)
                 else { continue }
-                let entity =
-                    targetRoot == nil ? relationship.destination : targets.text(row, 2) ?? relationship.destination
-                lists[owner, default: []].append(
-                    .identifier(permanent(entity, target)))
+                let id =
+                    targetRoot == nil
+                    ? destination.withPrimaryKey(target)
+                    : permanent(targets.text(row, 2) ?? relationship.destination, target)
+                lists[owner, default: []].append(.identifier(id))
             }
             for (owner, items) in lists {
                 if let i = position[owner] { values[i][relationship.index] = .array(items) }
