@@ -46,6 +46,43 @@ struct RelationshipTests {
         #expect(tag.trips.map(\.name) == ["B"])
     }
 
+    /// Unsaved related models hold each other (a relationship holds an unsaved model
+    /// itself, and the inverse holds the owner). A context that goes away unsaved, or rolls
+    /// back, discards its inserts: they must let go of each other and be freed.
+    @Test(arguments: [false, true])
+    func discardedInsertsAreFreed(rollingBack: Bool) throws {
+        weak var weakTrip: Trip?
+        weak var weakItem: Item?
+        weak var weakBadge: Badge?
+        let container = try memoryContainer()
+        do {
+            let context = ModelContext(container)
+            let saved = Badge(label: "saved")
+            context.insert(saved)
+            try context.save()
+            let trip = Trip(name: "discarded")
+            let item = Item(name: "boots")
+            let badge = Badge(label: "new")
+            context.insert(trip)
+            trip.items.append(item)
+            trip.tags = [badge, saved]
+            #expect(item.trip === trip && badge.trips.first === trip)
+            weakTrip = trip
+            weakItem = item
+            weakBadge = badge
+            if rollingBack {
+                context.rollback()
+                #expect(trip.name == "discarded", "a discarded insert keeps its attribute values")
+                #expect(trip.items.isEmpty && item.trip == nil && badge.trips.isEmpty)
+            }
+            withExtendedLifetime((context, saved)) {}
+        }
+        #expect(weakTrip == nil)
+        #expect(weakItem == nil)
+        #expect(weakBadge == nil)
+        #expect(try ModelContext(container).fetchCount(FetchDescriptor<Trip>()) == 0)
+    }
+
     @Test func nullifyIsTheDefaultAndKeepsRelatedModels() throws {
         let context = ModelContext(try memoryContainer())
         let trip = Trip(name: "Seattle")

@@ -204,6 +204,9 @@ public final class ModelContext {
     }
 
     deinit {
+        // The pending inserts are discarded with the context: they let go of each other, or
+        // related ones (each holding the other) would never be freed.
+        for model in insertedModels { model.persistentBackingData.dropUnsavedReferences() }
         if let observer = undo.checkpointObserver { NotificationCenter.default.removeObserver(observer) }
         core.contexts.remove(link)
         let state = EditingState(id: editingID, author: author)
@@ -432,9 +435,16 @@ public final class ModelContext {
 
     /// Discards every unsaved change: inserted models leave the context, changed and
     /// deleted ones go back to their saved values.
+    ///
+    /// The discarded inserts keep their attribute values but no longer refer to each other
+    /// (they still refer to saved models). Stowage's own: related unsaved models hold each
+    /// other strongly, and without this a discarded graph would never be freed. A context
+    /// that goes away with unsaved inserts lets them go in the same way.
     public func rollback() {
+        // The discarded inserts leave the context and let go of each other (see `deinit`).
         for model in insertedModels {
             model.persistentBackingData.context = nil
+            model.persistentBackingData.dropUnsavedReferences()
         }
         var refresh: [PersistentIdentifier] = changedOrder
         // The changed and deleted models stay alive until they are refreshed.

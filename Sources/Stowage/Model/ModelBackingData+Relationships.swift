@@ -129,6 +129,25 @@ extension ModelBackingData {
         other.context?.modelDidChange(model, newlyWritten: written)
     }
 
+    /// Lets go of the unsaved models this one refers to, for a pending insert its context
+    /// discarded (``ModelContext/rollback()``, or the context going away unsaved).
+    ///
+    /// A relationship holds an unsaved model itself, and its inverse holds this one, so
+    /// unsaved related models hold each other: without this, a discarded object graph would
+    /// never be freed. A saved model is held by identifier, and stays.
+    func dropUnsavedReferences() {
+        for index in entity.relationshipIndices where index < slots.count {
+            switch slots[index] {
+            case .toOne(.some(.model)):
+                slots[index] = .toOne(nil)
+            case .toMany(let refs) where refs.contains(where: \.isModel):
+                slots[index] = .toMany(refs.filter { !$0.isModel })
+            default:
+                break
+            }
+        }
+    }
+
     /// Rewrites references to models that now have permanent identifiers as identifiers.
     func settleReferences() {
         for index in entity.relationshipIndices where index < slots.count {

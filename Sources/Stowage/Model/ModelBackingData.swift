@@ -624,6 +624,11 @@ enum RelatedReference {
         self = id.isTemporary ? .model(model) : .id(id)
     }
 
+    /// Whether the reference holds the model itself (an unsaved one).
+    var isModel: Bool {
+        if case .model = self { true } else { false }
+    }
+
     var id: PersistentIdentifier {
         switch self {
         case .model(let model): model.persistentModelID
