@@ -324,6 +324,60 @@ struct PostgresStoreTests {
             \.name)
         #expect(names == ["after", "before"])
     }
+
+    /// A save the server refuses (here a trigger raises) fails with a clear error and
+    /// leaves nothing: a save of one statement, which runs without `BEGIN`, and a save of
+    /// several, whose earlier statements are rolled back with the refused one. The next
+    /// save on the same connection lands.
+    @Test func aSaveTheServerRefusesLeavesNothingAndTheNextLands() throws {
+        guard let cluster = try Self.cluster() else { return }
+        let url = try cluster.freshDatabase()
+        let container = try Self.container(url)
+        try ModelContext(container).save()  // the tables exist once a context has opened the store
+        let admin = try PostgresConnection(url, connectTimeout: 5)
+        try admin.run(
+            """
+            CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN RAISE EXCEPTION 'refused by the test'; END $$;
+            CREATE TRIGGER refuse BEFORE INSERT ON "Trip" FOR EACH ROW
+            WHEN (NEW."name" = 'refused') EXECUTE FUNCTION refuse();
+            CREATE TRIGGER refuse BEFORE INSERT ON "Item" FOR EACH ROW
+            WHEN (NEW."name" = 'refused') EXECUTE FUNCTION refuse();
+            """)
+        let context = ModelContext(container)
+        func refusal(_ save: () throws -> Void) -> String? {
+            do {
+                try save()
+                return nil
+            } catch let error as DataStoreError {
+                return error.code == .ioFailure ? error.message : "\(error.code): \(error.message)"
+            } catch {
+                return "\(error)"
+            }
+        }
+
+        context.insert(Trip(name: "refused"))
+        let one = refusal { try context.save() }
+        #expect(one?.contains("refused by the test") == true, "\(String(describing: one))")
+        context.rollback()
+
+        context.insert(Trip(name: "kept back"))
+        context.insert(Item(name: "refused"))
+        let several = refusal { try context.save() }
+        #expect(several?.contains("refused by the test") == true, "\(String(describing: several))")
+        context.rollback()
+
+        context.insert(Trip(name: "after"))
+        try context.save()
+        let rows = try admin.execute("SELECT \"name\" FROM \"Trip\" ORDER BY \"name\"")
+        #expect((0..<rows.count).map { rows.text($0, 0) } == ["after"])
+        #expect(try admin.execute("SELECT count(*) FROM \"Item\"").text(0, 0) == "0")
+        // The store's connection is not left inside a transaction: another session sees it idle.
+        let open = try admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                + "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'")
+        #expect(open.text(0, 0) == "0")
+    }
 }
 
 /// Four processes saving into one database at once (`PostgresChild`), racing on a unique
