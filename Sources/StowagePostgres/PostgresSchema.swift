@@ -43,7 +43,7 @@ struct PostgresTables: Sendable {
             statements.append(table.createTable)
         }
         for hierarchy in hierarchies.values.sorted(by: { $0.root < $1.root }) {
-            statements.append(hierarchy.createTable)
+            statements += [hierarchy.createTable, hierarchy.createEntityIndex]
         }
         // Foreign keys and join tables after every entity's table exists.
         for table in entities.values.sorted(by: { $0.name < $1.name }) {
@@ -176,6 +176,13 @@ struct PostgresHierarchyTable: Sendable {
             }
             + checks
         createTable = "CREATE TABLE IF NOT EXISTS \(quote(root)) (\(definitions.joined(separator: ", ")))"
+    }
+
+    /// The index on `"@entity"`, which a fetch or count of a subentity reads its rows from.
+    var entityIndex: String { String("ix_\(root)_@entity".prefix(63)) }
+
+    var createEntityIndex: String {
+        "CREATE INDEX IF NOT EXISTS \(quote(entityIndex)) ON \(quote(root)) (\"@entity\")"
     }
 }
 

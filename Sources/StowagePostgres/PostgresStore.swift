@@ -174,6 +174,7 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
                         connection, from: recorded, text: text, to: live, tables: tables, schema: schema,
                         plan: recorded.version == live.version ? nil : migrationPlan)
                 }
+                if tables.hasHierarchy { try addEntityIndexes(connection, tables) }
                 identifier = existing
             } else {
                 // Tables of these names that Stowage did not make (no metadata says so) are
@@ -204,6 +205,21 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
         } catch {
             try? connection.run("ROLLBACK")
             throw error
+        }
+    }
+
+    /// Makes the `"@entity"` index of each hierarchy's table that lacks it: a layout-3
+    /// database made before the index was (`Formats/postgres.md`, "A table per class
+    /// hierarchy"). A look-up first, so that an open that finds them all takes no lock on
+    /// the tables.
+    private static func addEntityIndexes(_ connection: PostgresConnection, _ tables: PostgresTables) throws {
+        let hierarchies = tables.hierarchies.values.sorted { $0.root < $1.root }
+        let missing = try connection.execute(
+            "SELECT name FROM unnest($1::text[]) AS name WHERE to_regclass(quote_ident(name)) IS NULL",
+            [PostgresValues.arrayLiteral(hierarchies.map(\.entityIndex))])
+        let names = Set((0..<missing.count).compactMap { missing.text($0, 0) })
+        for hierarchy in hierarchies where names.contains(hierarchy.entityIndex) {
+            try connection.run(hierarchy.createEntityIndex)
         }
     }
 

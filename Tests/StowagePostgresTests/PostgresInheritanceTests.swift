@@ -434,6 +434,39 @@ struct PostgresInheritanceTests {
             "INSERT INTO \"PGAnimal\" (\"pk\", \"@entity\", \"name\", \"PGCat.chip\") VALUES (-1, 'PGCat', 'y', 'A1')")
     }
 
+    /// A hierarchy's table has an index on `"@entity"`, from which a fetch of a subentity
+    /// reads its few rows; a layout-3 database made before the index gets it when opened.
+    @Test func aSubentitysRowsAreReadFromTheEntityIndex() throws {
+        guard let url = try Self.database() else { return }
+        let context = ModelContext(try Self.container(url))
+        for i in 0..<3000 {
+            context.insert(PGVoyage(name: "v\(i)", destination: "Lisbon", startDate: Self.day))
+        }
+        for i in 0..<3 {
+            context.insert(PGBusinessVoyage(name: "b\(i)", destination: "Porto", startDate: Self.day, company: "Acme"))
+        }
+        try context.save()
+        let admin = try PostgresConnection(url, connectTimeout: 5)
+        func entityIndexes() throws -> [String] {
+            let rows = try admin.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'PGVoyage' AND indexname LIKE '%@entity'")
+            return (0..<rows.count).compactMap { rows.text($0, 0) }
+        }
+        #expect(try entityIndexes() == ["ix_PGVoyage_@entity"])
+
+        // As a database made before the index was: the next open makes it.
+        try admin.run("DROP INDEX \"ix_PGVoyage_@entity\"")
+        let reopened = try Self.container(url)
+        #expect(try entityIndexes() == ["ix_PGVoyage_@entity"])
+        try admin.run("ANALYZE \"PGVoyage\"")
+        let fresh = ModelContext(reopened)
+        let descriptor = FetchDescriptor<PGBusinessVoyage>()
+        let plan = try fresh.explain(descriptor)
+        #expect(plan.contains("ix_PGVoyage_@entity"), "\(plan)")
+        #expect(try fresh.fetch(descriptor).map(\.name).sorted() == ["b0", "b1", "b2"])
+        #expect(try fresh.fetchCount(FetchDescriptor<PGVoyage>()) == 3003)
+    }
+
     @Test func historyRecordsEachChangeUnderItsOwnEntity() throws {
         guard let url = try Self.database() else { return }
         let container = try Self.container(url, keepsHistory: true)
