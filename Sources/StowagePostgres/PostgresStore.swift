@@ -608,7 +608,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
             attempt += 1
             do {
                 return try withConnection { connection in
-                    var save = PostgresSave(store: self, request: request, connection: connection)
+                    var save = PostgresSave(
+                        store: self, request: request, connection: connection, insertsPlainlyFirst: attempt == 1)
                     return try save.run()
                 }
             } catch let raced as PostgresSave.Raced {
