@@ -170,7 +170,11 @@ package final class PostgresConnection: @unchecked Sendable {
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
         let message = Self.message(PQresultErrorMessage(result))
         PQclear(result)
-        if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.isEmpty { isBroken = true }
+        // A connection the server ended (`57P01`, an administrator's or a shutdown's) may
+        // still look open to libpq until its next use.
+        if PQstatus(handle) != CONNECTION_OK || state.hasPrefix("08") || state.isEmpty || state.hasPrefix("57P") {
+            isBroken = true
+        }
         return PostgresError(state: state, message: message.isEmpty ? Self.message(PQerrorMessage(handle)) : message)
     }
 
@@ -197,6 +201,12 @@ package final class PostgresConnection: @unchecked Sendable {
             throw error(of: result, handle)
         }
         PQclear(result)
+    }
+
+    /// Whether the connection is idle outside a transaction, as far as libpq knows.
+    var isIdle: Bool {
+        guard let handle else { return false }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
     }
 
     /// Whether a transaction is open on the connection (or failed and awaits its rollback).

@@ -49,13 +49,20 @@ struct PostgresSave {
         do {
             return try write()
         } catch let error as PostgresError {
-            try? connection.run("ROLLBACK")
+            rollBack()
             if error.isUniqueViolation, !request.inserted.isEmpty { throw Raced(error: error) }
             throw PostgresStore.storeError(error, doing: "a save")
         } catch {
-            try? connection.run("ROLLBACK")
+            rollBack()
             throw error
         }
+    }
+
+    /// Ends the failed save's transaction: none is left after a statement sent alone, and
+    /// then no round trip is spent (a connection in any other state is sent `ROLLBACK`,
+    /// which also finds out whether it still works).
+    private func rollBack() {
+        if !connection.isIdle { try? connection.run("ROLLBACK") }
     }
 
     private var storeID: String { store.identifier }
