@@ -7,7 +7,8 @@ import Stowage
 /// with its rows as array parameters spread by `unnest`, the join tables of the to-many
 /// relationships, and `COMMIT`. The statements go in at most two round trips (libpq's
 /// pipeline mode): the look-ups of the unique values, when the inserts have any, then every
-/// write with the commit.
+/// write with the commit. A save that comes to one statement sends it alone, without
+/// `BEGIN` and `COMMIT` (see ``write()``).
 struct PostgresSave {
     let store: PostgresStore
     let request: DataStoreSaveChangesRequest<DefaultSnapshot>
@@ -39,8 +40,9 @@ struct PostgresSave {
         self.insertsPlainlyFirst = insertsPlainlyFirst
     }
 
-    /// The database reported a uniqueness violation on an insert the look-up had cleared:
-    /// another process inserted the same value meanwhile. The save is run again.
+    /// The database reported a uniqueness violation on an insert the look-up had cleared
+    /// (another process inserted the same value meanwhile), or on a single row's plain
+    /// `INSERT` tried before its upsert. The save is run again.
     struct Raced: Error {
         let error: PostgresError
     }

@@ -597,7 +597,8 @@ public final class PostgresStore: DataStoreBatching, @unchecked Sendable {
 
     /// Runs a save as one SQL transaction; it commits whole or throws. A save that meets a
     /// row another process inserted after its look-up of unique values runs again, up to
-    /// three times.
+    /// three times, as does a single new row's plain `INSERT` that meets a stored row (run
+    /// again as the upsert).
     public func save(_ request: DataStoreSaveChangesRequest<DefaultSnapshot>) throws
         -> DataStoreSaveChangesResult<DefaultSnapshot>
     {
