@@ -188,11 +188,8 @@ struct PostgresSave {
         // one. When it does, the insert fails alone, leaving nothing, and the save runs again
         // as the upsert (`Raced`, below): one more round trip, and the server logs the
         // violation.
-        if alone, insertsPlainlyFirst, inserted.count == 1, returning.count == 1,
-            let table = try? store.table(inserted[0].persistentIdentifier.entityName),
-            writes[0].sql == table.upsertOne
-        {
-            writes[0].sql = table.insertOne
+        if alone, insertsPlainlyFirst, returning.count == 1, let plain = returning[0].plainInsert {
+            writes[returning[0].statement].sql = plain
             returning = []
         }
         let opening = begun || alone ? 0 : 1
@@ -554,6 +551,8 @@ struct PostgresSave {
     struct Returning {
         let statement: Int
         let values: [(PersistentIdentifier, String)]
+        /// For one row's upsert: the plain `INSERT` of the same parameters.
+        var plainInsert: String? = nil
     }
 
     private mutating func insertRows(_ snapshots: [DefaultSnapshot], upsertingInSQL: Set<String>) throws
@@ -572,7 +571,7 @@ struct PostgresSave {
                         statement: writes.count,
                         values: zip(rows, arrays[upsert.column + 1]).compactMap { row, text in
                             text.map { (row.persistentIdentifier, $0) }
-                        }))
+                        }, plainInsert: one ? table.insertOne : nil))
                 writes.append((one ? table.upsertOne ?? upsert.sql : upsert.sql, parameters))
             } else {
                 writes.append((one ? table.insertOne : table.insertRows, parameters))
