@@ -178,6 +178,11 @@ let usage = """
                             as libpq key=value pairs (host=/run/postgresql user=bench); each
                             run makes a database of its own there and drops it afterwards
                             (STOWAGE_BENCH_POSTGRES in the environment does the same)
+      --save-latency R      run nothing else: single-row saves on PostgreSQL (needs --postgres),
+                            ModelContext beside libpq's one INSERT and beside libpq with 15 and
+                            30 µs of the app's own work per save, in chunks of 300 that take
+                            turns in one process for R rounds (30 takes about 2 minutes);
+                            ratios are paired with the same round's libpq chunk
       --quick               N = 2000, 1 run after the warm-up, every default store (a smoke test)
       -h, --help            this text
 
@@ -206,6 +211,8 @@ struct Options {
     var out: String?
     /// `--report`: the results.json to draw the report from, instead of running anything.
     var report: String?
+    /// `--save-latency R`: run only ``SaveLatency`` for R rounds.
+    var saveLatencyRounds: Int?
     /// Set in a child: the one cell to run.
     var cell: CellSpec?
 
@@ -280,6 +287,7 @@ struct Options {
             case "--out": out = try value()
             case "--report": report = try value()
             case "--postgres": setenv(PostgresBench.variable, try value(), 1)
+            case "--save-latency": saveLatencyRounds = try count(try value())
             case "--quick":
                 ns = [2000]
                 runs = 1
@@ -290,8 +298,9 @@ struct Options {
             i += 1
         }
         guard !ns.isEmpty else { throw UsageError(message: "--n needs at least one row count") }
-        if cell == nil, stores.contains(where: \.isPostgres), PostgresBench.server == nil {
-            throw UsageError(message: "the postgres store needs a server: --postgres CONNINFO (see --help)")
+        if cell == nil, stores.contains(where: \.isPostgres) || saveLatencyRounds != nil, PostgresBench.server == nil {
+            throw UsageError(
+                message: "the postgres store and --save-latency need a server: --postgres CONNINFO (see --help)")
         }
         // Default settings on both sides: SQLite's page cache and the log store's block cache.
         if asWritten { sqliteCacheMiB = 0 }

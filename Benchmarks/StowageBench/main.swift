@@ -46,6 +46,17 @@ func writeReport(_ report: Report, to directory: URL, json: Bool) throws {
     try Data(report.scalingChartSVG.utf8).write(to: directory.appendingPathComponent("scaling.svg"))
 }
 
+// `--save-latency R`: the single-row save loops alone.
+if let rounds = options.saveLatencyRounds {
+    do {
+        print(try SaveLatency.run(rounds: rounds))
+        exit(0)
+    } catch {
+        progress("stowage-bench: the save-latency loops failed: \(error)\n")
+        exit(1)
+    }
+}
+
 // `--report FILE`: the report of an earlier run, drawn again from its results.json.
 if let file = options.report {
     let source = URL(fileURLWithPath: file)
