@@ -1,7 +1,8 @@
 import Foundation
 import Stowage
 
-/// One save, as one SQL transaction: keys for the inserts from the `stowage_pk` sequence
+/// One save, as one SQL transaction (a save of one row: its one statement, see
+/// ``writeOne()``): keys for the inserts from the `stowage_pk` sequence
 /// (``PostgresStore/keys(_:on:)``), the inserts that meet a uniqueness constraint resolved
 /// (upsert, or `.fail`), then per entity one `DELETE`, one `UPDATE` and one `INSERT`, each
 /// with its rows as array parameters spread by `unnest`, the join tables of the to-many
@@ -49,7 +50,7 @@ struct PostgresSave {
 
     mutating func run() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
         do {
-            return try write()
+            return try writeOne() ?? write()
         } catch let error as PostgresError {
             rollBack()
             if error.isUniqueViolation, !request.inserted.isEmpty { throw Raced(error: error) }
@@ -71,6 +72,73 @@ struct PostgresSave {
 
     private func permanent(_ entity: String, _ key: Int64) -> PersistentIdentifier {
         store.permanent(entity, key)
+    }
+
+    /// A save of one new row or one changed row, sent as its one statement alone (in the
+    /// server's own transaction for it), or `nil` for any other save, which ``write()``
+    /// runs. It skips the general path's grouping by entity, look-up planning and copies of
+    /// the snapshot: `stowage-bench --save-latency` measured single-row saves at 0.86× of
+    /// libpq's with it and 0.82× without (4 runs each).
+    ///
+    /// Only a row of an entity without to-many relationships, that refers to no unsaved
+    /// model, in a store without a history; a new row only when its entity has no
+    /// uniqueness constraint, or upserts in SQL and this is the first attempt: then it goes
+    /// as a plain `INSERT`, which fails alone when it meets a stored row, and the save runs
+    /// again as the upsert (as in ``write()``).
+    private mutating func writeOne() throws -> DataStoreSaveChangesResult<DefaultSnapshot>? {
+        guard !keepsHistory, request.deleted.isEmpty, request.batchDeletes.isEmpty,
+            request.inserted.count + request.updated.count == 1
+        else { return nil }
+        let inserting = !request.inserted.isEmpty
+        let snapshot = inserting ? request.inserted[0] : request.updated[0]
+        let id = snapshot.persistentIdentifier
+        let table = try store.table(id.entityName)
+        guard table.toMany.isEmpty, !Self.refersToUnsaved(snapshot) else { return nil }
+        if inserting {
+            let plain =
+                try table.uniqueness.isEmpty || (insertsPlainlyFirst && upsertsInSQL(table, [snapshot], referenced: []))
+            guard plain else { return nil }
+            guard let key = try store.keys(1, on: connection).first else {
+                throw DataStoreError(.ioFailure, "the stowage_pk sequence gave too few keys")
+            }
+            try connection.pipeline([(table.insertOne, try rowParameters(table, key, snapshot))])
+            return DataStoreSaveChangesResult(
+                for: storeID, request: request, insertedIdentifiers: [permanent(id.entityName, key)])
+        }
+        guard id.storeIdentifier == storeID, !table.columns.isEmpty else { return nil }
+        guard let key = id.primaryKey else {
+            throw DataStoreError(.unsupportedFeature, "\(id) has no integer key")
+        }
+        try connection.pipeline([(table.updateOne, try rowParameters(table, key, snapshot))])
+        return DataStoreSaveChangesResult(for: storeID)
+    }
+
+    /// Whether `snapshot`'s values refer to a model that is not saved (whose key the save
+    /// must first give it).
+    private static func refersToUnsaved(_ snapshot: DefaultSnapshot) -> Bool {
+        func visit(_ value: SnapshotValue) -> Bool {
+            switch value {
+            case .identifier(let id): id.isTemporary
+            case .array(let items): items.contains(where: visit)
+            case .object(let fields): fields.values.contains(where: visit)
+            default: false
+            }
+        }
+        return snapshot.values.contains(where: visit)
+    }
+
+    /// One row's parameters for ``PostgresEntityTable/insertOne`` or
+    /// ``PostgresEntityTable/updateOne``: its key, then its values.
+    private func rowParameters(_ table: PostgresEntityTable, _ key: Int64, _ snapshot: DefaultSnapshot) throws
+        -> [String?]
+    {
+        var parameters: [String?] = [String(key)]
+        parameters.reserveCapacity(table.columns.count + 1)
+        for column in table.columns {
+            let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
+            parameters.append(try PostgresValues.parameter(value, column.kind, column: column.name))
+        }
+        return parameters
     }
 
     private mutating func write() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {

@@ -449,6 +449,18 @@ final class Ticket {
     }
 }
 
+/// A model that may refer to itself: a save of one of them alone can refer to its own
+/// unsaved self.
+@Model
+final class Link {
+    var name: String
+    var next: Link?
+
+    init(name: String) {
+        self.name = name
+    }
+}
+
 @Suite("PostgresStore upserts in the INSERT")
 struct PostgresConflictUpsertTests {
     static func container() throws -> ModelContainer? {
@@ -516,6 +528,57 @@ struct PostgresConflictUpsertTests {
         let notCode = FetchDescriptor<Ticket>(predicate: #Predicate { $0.code != code })
         #expect((try reader.explain(notCode)).contains("ORDER BY"))
         #expect(try reader.fetch(notCode).map(\.code) == ["A", "C"])
+    }
+
+    /// A save of one model goes as its one statement when it can (`PostgresSave.writeOne`),
+    /// and through the general path when it cannot: each way stores what the model holds,
+    /// and a refused save leaves the stored row and the pending change as they were.
+    @Test func aSaveOfOneModelStoresItEachWay() throws {
+        guard let cluster = try PostgresStoreTests.cluster() else { return }
+        let container = try PostgresStoreTests.container(try cluster.freshDatabase(), [Ticket.self, Link.self])
+        let context = ModelContext(container)
+        func stored() throws -> [String] {
+            try ModelContext(container).fetch(FetchDescriptor<Ticket>(sortBy: [SortDescriptor(\.code)])).map {
+                "\($0.code)=\($0.title)"
+            }
+        }
+        // A new row, then a change to it, each alone.
+        let a = Ticket(code: "A", title: "quote ' and $1")
+        context.insert(a)
+        try context.save()
+        #expect(!a.persistentModelID.isTemporary)
+        #expect(try stored() == ["A=quote ' and $1"])
+        a.title = "changed"
+        try context.save()
+        #expect(try stored() == ["A=changed"])
+
+        // A change to a value another row holds: refused, the stored rows and the pending
+        // change stay.
+        context.insert(Ticket(code: "B", title: "b"))
+        try context.save()
+        a.code = "B"
+        #expect(throws: SwiftDataError.uniqueConstraintViolation) { try context.save() }
+        #expect(try stored() == ["A=changed", "B=b"])
+        #expect(context.hasChanges)
+        context.rollback()
+
+        // With `.fail`, a new row that meets a stored one is looked up first and refused.
+        let strict = ModelContext(container)
+        strict.uniquenessPolicy = .fail
+        strict.insert(Ticket(code: "A", title: "again"))
+        #expect(throws: SwiftDataError.uniqueConstraintViolation) { try strict.save() }
+        #expect(try stored() == ["A=changed", "B=b"])
+        #expect(strict.hasChanges)
+
+        // A model that refers to its unsaved self: its key is known only in the save.
+        let loop = Link(name: "loop")
+        loop.next = loop
+        context.insert(loop)
+        try context.save()
+        let reader = ModelContext(container)
+        let read = try #require(try reader.fetch(FetchDescriptor<Link>()).first)
+        #expect(read.next?.persistentModelID == loop.persistentModelID)
+        #expect(read.next?.name == "loop")
     }
 
     @Test func duplicatesInOneSaveBecomeOneRecord() throws {
