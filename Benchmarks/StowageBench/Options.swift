@@ -181,7 +181,7 @@ let usage = """
       --save-latency R      run nothing else: single-row saves on PostgreSQL (needs --postgres),
                             ModelContext beside libpq's one INSERT and beside libpq with 15 and
                             30 µs of the app's own work per save, in chunks of 300 that take
-                            turns in one process for R rounds (30 takes about 2 minutes);
+                            turns in one process for R rounds (100 take under a minute);
                             ratios are paired with the same round's libpq chunk
       --quick               N = 2000, 1 run after the warm-up, every default store (a smoke test)
       -h, --help            this text

@@ -41,6 +41,7 @@ enum SaveLatency {
         defer { PostgresBench.drop(name) }
         let description = PostgresBench.describe(conninfo)
         var markdown = ""
+        // The container and the peer's connection go before the database is dropped.
         do {
             let container = try ModelContainer(
                 for: [Trip.self],
