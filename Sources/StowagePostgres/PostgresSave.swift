@@ -28,7 +28,7 @@ struct PostgresSave {
     /// Whether the save adds a transaction to the history.
     private var keepsHistory: Bool { store.configuration.keepsHistory }
     /// Whether a save that is one upsert of one row tries a plain `INSERT` first (see
-    /// ``write()``); not when the save runs again because that insert met a stored row.
+    /// ``writeOne()``); not when the save runs again because that insert met a stored row.
     private let insertsPlainlyFirst: Bool
 
     init(
@@ -83,8 +83,11 @@ struct PostgresSave {
     /// Only a row of an entity without to-many relationships, that refers to no unsaved
     /// model, in a store without a history; a new row only when its entity has no
     /// uniqueness constraint, or upserts in SQL and this is the first attempt: then it goes
-    /// as a plain `INSERT`, which fails alone when it meets a stored row, and the save runs
-    /// again as the upsert (as in ``write()``).
+    /// as a plain `INSERT` rather than the upsert (`ON CONFLICT … DO UPDATE … RETURNING`
+    /// costs the server about 30 µs of a 300 µs single-row save, measured with pgbench, and
+    /// a new row rarely meets a stored one). When it does, the insert fails alone, leaving
+    /// nothing, and the save runs again through ``write()`` as the upsert (`Raced`): one
+    /// more round trip, and the server logs the violation.
     private mutating func writeOne() throws -> DataStoreSaveChangesResult<DefaultSnapshot>? {
         guard !keepsHistory, request.deleted.isEmpty, request.batchDeletes.isEmpty,
             request.inserted.count + request.updated.count == 1
@@ -134,11 +137,21 @@ struct PostgresSave {
     {
         var parameters: [String?] = [String(key)]
         parameters.reserveCapacity(table.columns.count + 1)
-        for column in table.columns {
-            let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
-            parameters.append(try PostgresValues.parameter(value, column.kind, column: column.name))
-        }
+        for column in table.columns { parameters.append(try Self.parameter(table, column, of: snapshot)) }
         return parameters
+    }
+
+    /// `column`'s value in `snapshot` as a parameter's text (`nil` for SQL `NULL`).
+    /// - Throws: `.unsupportedFeature` for a reference to a model that is not saved.
+    private static func parameter(
+        _ table: PostgresEntityTable, _ column: PostgresEntityTable.Column, of snapshot: DefaultSnapshot
+    ) throws -> String? {
+        let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
+        if case .identifier(let id) = value, id.isTemporary {
+            throw DataStoreError(
+                .unsupportedFeature, "\(table.name).\(column.name) refers to a model that is not saved: \(id)")
+        }
+        return try PostgresValues.parameter(value, column.kind, column: column.name)
     }
 
     private mutating func write() throws -> DataStoreSaveChangesResult<DefaultSnapshot> {
@@ -236,7 +249,7 @@ struct PostgresSave {
 
         try deleteRows(request.deleted.map(\.persistentIdentifier))
         try updateRows(updated)
-        var returning = try insertRows(inserted, upsertingInSQL: upsertingInSQL)
+        let returning = try insertRows(inserted, upsertingInSQL: upsertingInSQL)
         try writeJoinTables(inserted, replacing: false)
         try writeJoinTables(updated, replacing: true)
         if !history.isEmpty {
@@ -250,16 +263,6 @@ struct PostgresSave {
         // `BEGIN` and `COMMIT` (about 15-20 µs of the server's per save, measured with
         // pgbench).
         let alone = !begun && unsent.isEmpty && writes.count == 1
-        // A save that is one row's upsert (`INSERT … ON CONFLICT … DO UPDATE … RETURNING`)
-        // tries a plain `INSERT` first: the server's `ON CONFLICT` and `RETURNING` cost about
-        // 30 µs of a 300 µs single-row save (pgbench), and a new row rarely meets a stored
-        // one. When it does, the insert fails alone, leaving nothing, and the save runs again
-        // as the upsert (`Raced`, below): one more round trip, and the server logs the
-        // violation.
-        if alone, insertsPlainlyFirst, returning.count == 1, let plain = returning[0].plainInsert {
-            writes[returning[0].statement].sql = plain
-            returning = []
-        }
         let opening = begun || alone ? 0 : 1
         let results = try connection.pipeline(
             alone ? writes : (begun ? [] : [("BEGIN", [])]) + unsent + writes + [("COMMIT", [])])
@@ -603,12 +606,7 @@ struct PostgresSave {
             }
             arrays[0].append(String(key))
             for (i, column) in table.columns.enumerated() {
-                let value = column.index < snapshot.values.count ? snapshot.values[column.index] : .null
-                if case .identifier(let id) = value, id.isTemporary {
-                    throw DataStoreError(
-                        .unsupportedFeature, "\(table.name).\(column.name) refers to a model that is not saved: \(id)")
-                }
-                arrays[i + 1].append(try PostgresValues.parameter(value, column.kind, column: column.name))
+                arrays[i + 1].append(try Self.parameter(table, column, of: snapshot))
             }
         }
         return arrays
@@ -619,8 +617,6 @@ struct PostgresSave {
     struct Returning {
         let statement: Int
         let values: [(PersistentIdentifier, String)]
-        /// For one row's upsert: the plain `INSERT` of the same parameters.
-        var plainInsert: String? = nil
     }
 
     private mutating func insertRows(_ snapshots: [DefaultSnapshot], upsertingInSQL: Set<String>) throws
@@ -639,7 +635,7 @@ struct PostgresSave {
                         statement: writes.count,
                         values: zip(rows, arrays[upsert.column + 1]).compactMap { row, text in
                             text.map { (row.persistentIdentifier, $0) }
-                        }, plainInsert: one ? table.insertOne : nil))
+                        }))
                 writes.append((one ? table.upsertOne ?? upsert.sql : upsert.sql, parameters))
             } else {
                 writes.append((one ? table.insertOne : table.insertRows, parameters))
